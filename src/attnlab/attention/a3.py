@@ -1,0 +1,60 @@
+"""A3, adaptive activation attention: w = softmax(S * G + B) with S = q.k / sqrt(d_h).
+
+For head h of layer l the context of position i is
+c_i = [prefix-mean q_{<=i}; prefix-mean k_{<=i}; e_{l,h}]. Prefix (causal)
+means, because a mean over the whole window would show position i the future.
+G_i = sigmoid(w_g . c_i + b_g) is one inverse temperature per query row;
+B_ij = u . c_j is one bias per key (a per-row constant would cancel inside the
+softmax). w_g, b_g and u are shared by every layer and head (the "two-matrix
+change"); the learned embedding e_{l,h} lets one gate act differently per head.
+At init (w_g = 0, u = 0, b_g = 3) this is softmax(sigmoid(3) * S): softmax at
+temperature 1/sigmoid(3), not plain softmax.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.attention.base import ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+
+GATE_BIAS_INIT = 3.0
+
+
+class A3Score(nnx.Module):
+    def __init__(
+        self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, a3_embed_dim: int | None = None, **_
+    ):
+        self.d_head = d_head
+        embed_dim = a3_embed_dim or d_head
+        context_dim = 2 * d_head + embed_dim
+        self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
+        self.w_g = nnx.Param(jnp.zeros((context_dim,)))
+        self.b_g = nnx.Param(jnp.asarray(GATE_BIAS_INIT))
+        self.u = nnx.Param(jnp.zeros((context_dim,)))
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        batch, length, heads, _ = q.shape
+        mask = causal_mask(length)
+        logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
+        context = self._context(q, k, layer)  # (B, H, T, C)
+        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])  # (B, H, T)
+        bias = context @ self.u[...]  # (B, H, T): indexed by key position
+        shaped = logits * gate[..., :, None] + bias[..., None, :]
+        return ScoreOutput(
+            weights=masked_softmax(shaped, mask),
+            scores=jnp.where(mask, shaped, -jnp.inf),
+            gate=gate,
+            bias=bias,
+        )
+
+    def _context(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> jnp.ndarray:
+        counts = jnp.arange(1, q.shape[1] + 1, dtype=q.dtype)[None, :, None, None]
+        q_mean = jnp.cumsum(q, axis=1) / counts  # (B, T, H, D)
+        k_mean = jnp.cumsum(k, axis=1) / counts
+        embed = jnp.broadcast_to(self.embed[...][layer][None, None], q.shape[:3] + (self.embed.shape[-1],))
+        context = jnp.concatenate([q_mean, k_mean, embed.astype(q.dtype)], axis=-1)
+        return context.transpose(0, 2, 1, 3)

@@ -1,0 +1,113 @@
+"""The pre-norm GPT skeleton, identical for every variant; only the score module differs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.attention import score_class
+from attnlab.attention.base import ScoreOutput
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int  # characters in the corpus (65 for tinyshakespeare)
+    d_model: int  # residual width
+    layers: int  # transformer blocks
+    heads: int  # attention heads per block; d_model must divide evenly
+    block_size: int  # context length T
+    d_ff: int  # hidden width of the GELU MLP
+    dropout: float  # on attention weights, after attention and after the MLP
+    variant: str  # key into attnlab.attention.VARIANTS
+    a3_embed_dim: int | None = None  # A3's layer/head embedding width (default d_head)
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+
+def dropout(x: jnp.ndarray, rate: float, key: jax.Array | None) -> jnp.ndarray:
+    """Inverted dropout; a None key means evaluation (identity)."""
+    if key is None or rate == 0.0:
+        return x
+    keep = jax.random.bernoulli(key, 1.0 - rate, x.shape)
+    return jnp.where(keep, x / (1.0 - rate), 0.0)
+
+
+class Attention(nnx.Module):
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.cfg = cfg
+        self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)
+        self.proj = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
+
+    def __call__(self, x, score: nnx.Module, layer: int, keys) -> tuple[jnp.ndarray, ScoreOutput]:
+        batch, length, _ = x.shape
+        cfg = self.cfg
+        q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
+        shape = (batch, length, cfg.heads, cfg.d_head)
+        q, k, v = q.reshape(shape), k.reshape(shape), v.reshape(shape)
+        out = score(q, k, layer)
+        weights = dropout(out.weights, cfg.dropout, keys[0])
+        mixed = jnp.einsum("bhts,bshd->bthd", weights, v).reshape(batch, length, cfg.d_model)
+        return dropout(self.proj(mixed), cfg.dropout, keys[1]), out
+
+
+class Block(nnx.Module):
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.cfg = cfg
+        self.ln_attn = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.attn = Attention(cfg, rngs=rngs)
+        self.ln_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.fc_in = nnx.Linear(cfg.d_model, cfg.d_ff, rngs=rngs)
+        self.fc_out = nnx.Linear(cfg.d_ff, cfg.d_model, rngs=rngs)
+
+    def __call__(self, x, score, layer: int, keys) -> tuple[jnp.ndarray, ScoreOutput]:
+        attended, out = self.attn(self.ln_attn(x), score, layer, keys[:2])
+        x = x + attended
+        hidden = jax.nn.gelu(self.fc_in(self.ln_mlp(x)))
+        x = x + dropout(self.fc_out(hidden), self.cfg.dropout, keys[2])
+        return x, out
+
+
+class GPT(nnx.Module):
+    """Token + learned position embeddings, pre-norm blocks, final LayerNorm, linear head."""
+
+    def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
+        self.cfg = cfg
+        embed_init = nnx.initializers.normal(0.02)
+        self.tok_embed = nnx.Embed(cfg.vocab_size, cfg.d_model, embedding_init=embed_init, rngs=rngs)
+        self.pos_embed = nnx.Embed(cfg.block_size, cfg.d_model, embedding_init=embed_init, rngs=rngs)
+        self.blocks = nnx.List([Block(cfg, rngs=rngs) for _ in range(cfg.layers)])
+        self.ln_final = nnx.LayerNorm(cfg.d_model, rngs=rngs)
+        self.head = nnx.Linear(cfg.d_model, cfg.vocab_size, rngs=rngs)
+        # Created last so the skeleton's initial weights do not depend on the variant.
+        self.score = score_class(cfg.variant)(
+            layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head, rngs=rngs, a3_embed_dim=cfg.a3_embed_dim
+        )
+
+    def __call__(self, tokens: jnp.ndarray, dropout_key: jax.Array | None = None, probe: bool = False):
+        """tokens (B, T) int -> logits (B, T, V); with probe=True also each layer's ScoreOutput."""
+        length = tokens.shape[1]
+        x = self.tok_embed(tokens) + self.pos_embed(jnp.arange(length))[None]
+        keys = self._dropout_keys(dropout_key)
+        x = dropout(x, self.cfg.dropout, keys[0][0])
+        outputs = []
+        for layer, block in enumerate(self.blocks):
+            x, out = block(x, self.score, layer, keys[layer + 1])
+            outputs.append(out)
+        logits = self.head(self.ln_final(x))
+        return (logits, outputs) if probe else logits
+
+    def _dropout_keys(self, key: jax.Array | None) -> list[list[jax.Array | None]]:
+        count = self.cfg.layers + 1
+        if key is None or self.cfg.dropout == 0.0:
+            return [[None, None, None] for _ in range(count)]
+        flat = jax.random.split(key, 3 * count)
+        return [[flat[3 * i + j] for j in range(3)] for i in range(count)]
+
+
+def count_params(model: nnx.Module) -> int:
+    return int(sum(x.size for x in jax.tree.leaves(nnx.state(model, nnx.Param))))

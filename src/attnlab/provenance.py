@@ -1,0 +1,52 @@
+"""Where a result came from: git commit, packages, platform, device, scheduler job."""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from importlib import metadata
+from pathlib import Path
+
+PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
+
+
+def git_state(start: Path | None = None) -> dict:
+    where = Path(start or Path(__file__).resolve().parent)
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=where, capture_output=True, text=True, timeout=10)
+    try:
+        head = git("rev-parse", "HEAD")
+        if head.returncode != 0:
+            return {"commit": None, "dirty": None}
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+        return {"commit": head.stdout.strip(), "dirty": bool(dirty.stdout.strip())}
+    except (OSError, subprocess.SubprocessError):
+        return {"commit": None, "dirty": None}
+
+
+def package_versions() -> dict:
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    return versions
+
+
+def collect() -> dict:
+    import jax
+
+    device = jax.devices()[0]
+    return {
+        "git": git_state(),
+        "packages": package_versions(),
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+        "hostname": platform.node(),
+        "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
+        "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
+    }
