@@ -148,8 +148,39 @@ def cell_slice(cfg: dict) -> dict:
     Rules pass this (not the whole config) to training jobs and as params, so
     editing a figure setting never retrains.
     """
-    return {key: copy.deepcopy(cfg[key]) for key in ("name", "data", "model", "train", "telemetry")}
+    sliced = {key: copy.deepcopy(cfg[key]) for key in ("name", "data", "model", "train", "telemetry")}
+    # Where the corpus came from does not change a number: its checksum does.
+    sliced["data"] = {k: v for k, v in sliced["data"].items() if k not in ("path", "url")}
+    return sliced
 
 
-def cell_slice_json(cfg: dict) -> str:
-    return json.dumps(cell_slice(cfg), sort_keys=True, separators=(",", ":"))
+def to_json(obj) -> str:
+    """Compact, key-sorted JSON: the form config slices travel in (and are compared as params)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
+    """The cells to train: the contest united with the LR sweep, each once.
+
+    A contest LR of 'auto' resolves through selected_lr (the sweep's best);
+    unresolved auto variants contribute only their sweep cells.
+    """
+    selected_lr = selected_lr or {}
+    contest_lr = {}
+    for variant in cfg["variants"]:
+        lr = cfg["contest"]["lr"][variant]
+        if lr == AUTO:
+            lr = selected_lr.get(variant)
+        if lr is not None:
+            contest_lr[variant] = float(lr)
+    cells = {(v, float(lr), cfg["sweep"]["seed"]) for v in cfg["variants"] for lr in cfg["sweep"]["lrs"]}
+    cells |= {(v, lr, seed) for v, lr in contest_lr.items() for seed in cfg["contest"]["seeds"]}
+    return {
+        "cells": sorted(cells),
+        "contest_lr": contest_lr,
+        "contest_seeds": list(cfg["contest"]["seeds"]),
+        "sweep_lrs": [float(x) for x in cfg["sweep"]["lrs"]],
+        "sweep_seed": cfg["sweep"]["seed"],
+        "variants": list(cfg["variants"]),
+        "protocol": cfg["name"],
+    }
