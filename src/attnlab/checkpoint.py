@@ -20,26 +20,34 @@ class ResumeCheckpoints:
             self._manager = ocp.CheckpointManager(
                 self.directory,
                 options=ocp.CheckpointManagerOptions(max_to_keep=1, create=True),
-                item_names=("arrays", "progress"),
+                item_names=("state", "snapshots", "progress"),
             )
 
-    def latest(self):
-        """(arrays, progress) of the newest complete checkpoint, or None."""
+    def latest(self, like):
+        """(state, snapshots, progress) of the newest complete checkpoint, or None.
+
+        `like` is a state of the same structure (the fresh one): restoring into
+        it gives back the same pytree types the compiled step was built for.
+        """
         if self._manager is None or self._manager.latest_step() is None:
             return None
         step = self._manager.latest_step()
-        restored = self._manager.restore(
-            step, args=ocp.args.Composite(arrays=ocp.args.StandardRestore(), progress=ocp.args.JsonRestore())
-        )
-        return restored["arrays"], restored["progress"]
+        restored = self._manager.restore(step, args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(like),
+            snapshots=ocp.args.StandardRestore(),
+            progress=ocp.args.JsonRestore(),
+        ))
+        return restored["state"], restored["snapshots"], restored["progress"]
 
-    def save(self, step: int, arrays, progress: dict) -> None:
+    def save(self, step: int, state, snapshots: dict, progress: dict) -> None:
+        """snapshots: attention maps so far, {step as text: array}; never empty (step 0 is always kept)."""
         if self._manager is None:
             return
-        self._manager.save(
-            step,
-            args=ocp.args.Composite(arrays=ocp.args.StandardSave(arrays), progress=ocp.args.JsonSave(progress)),
-        )
+        self._manager.save(step, args=ocp.args.Composite(
+            state=ocp.args.StandardSave(state),
+            snapshots=ocp.args.StandardSave(snapshots),
+            progress=ocp.args.JsonSave(progress),
+        ))
         self._manager.wait_until_finished()
 
     def remove(self) -> None:

@@ -82,7 +82,8 @@ def main(argv: list[str] | None = None) -> int:
 def schedule(steps: int, eval_every: int, checkpoint_every: int, fractions) -> dict[str, list[int]]:
     """The steps at which the loop stops to evaluate, snapshot attention or checkpoint."""
     evals = sorted({0, steps, *range(eval_every, steps + 1, eval_every)})
-    snapshots = sorted({min(steps, round(f * steps)) for f in fractions})
+    # step 0 is always kept: the A3-at-init check and resumable checkpoints rely on it
+    snapshots = sorted({0, *(min(steps, round(f * steps)) for f in fractions)})
     checkpoints = [s for s in range(checkpoint_every, steps, checkpoint_every)]
     return {"eval": evals, "snapshot": snapshots, "checkpoint": checkpoints}
 
@@ -124,11 +125,11 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
     progress = {"step": 0, "curve": [], "pending_losses": [], "snapshots": {}, "elapsed_s": 0.0,
                 "diverged_step": None, "resumed_from": []}
     snapshot_maps: dict[int, np.ndarray] = {}
-    restored = checkpoints.latest()
+    restored = checkpoints.latest({"params": params, "opt_state": opt_state})
     if restored is not None:
-        arrays, progress = restored
-        params, opt_state = arrays["params"], arrays["opt_state"]
-        snapshot_maps = {int(k): np.asarray(v) for k, v in arrays.get("snapshots", {}).items()}
+        state, snapshots, progress = restored
+        params, opt_state = state["params"], state["opt_state"]
+        snapshot_maps = {int(k): np.asarray(v) for k, v in snapshots.items()}
         progress["resumed_from"] = progress.get("resumed_from", []) + [progress["step"]]
         log(f"resuming {variant} lr={lr:g} seed={seed} from step {progress['step']}")
 
@@ -168,8 +169,8 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
         if step in plan["eval"]:
             last_good = jax.tree.map(jnp.copy, params)
         if step in plan["checkpoint"]:
-            checkpoints.save(step, {"params": params, "opt_state": opt_state,
-                                    "snapshots": {str(k): v for k, v in snapshot_maps.items()}}, progress)
+            checkpoints.save(step, {"params": params, "opt_state": opt_state},
+                             {str(k): v for k, v in snapshot_maps.items()}, progress)
 
     arrays = jax.tree.map(np.asarray, probe(graphdef, rest, params, val_x, val_y,
                                             min_keys=telemetry_cfg.get("entropy_min_keys", 16)))

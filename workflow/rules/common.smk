@@ -26,7 +26,9 @@ except attnlab_config.ConfigError as err:
 RESULTS = Path("results")
 CORPUS = RESULTS / "data" / "corpus.txt"
 COMPILE_CACHE = RESULTS / "jax-cache"
-TABLE_NAMES = ["contest", "lr_sweep", "params"]
+TABLE_NAMES = [
+    "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init",
+]
 TABLES = [str(RESULTS / "tables" / "runs.csv")] + [
     str(RESULTS / "tables" / f"{name}.{ext}") for name in TABLE_NAMES for ext in ("csv", "md", "tex")
 ]
