@@ -9,9 +9,13 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/collect.smk"
+include: "workflow/rules/figures.smk"
+include: "workflow/rules/writeup.smk"
 
 
 rule all:
     default_target: True
     input:
         tables=TABLES,
+        figures=FIGURES,
+        writeup=WRITEUP,

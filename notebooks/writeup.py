@@ -30,7 +30,7 @@
 
 # %%
 import pandas as pd
-from IPython.display import Image, Markdown, display
+from IPython.display import HTML, Markdown, display
 
 from attnlab import claims, report
 
@@ -43,9 +43,8 @@ PROTOCOL = report.protocol(runs)
 pd.set_option("display.precision", 4)
 
 
-def show_figure(name):
-    path = report.figure(name)
-    display(Image(filename=str(path)))
+def show_figure(name, alt):
+    display(HTML(report.figure_html(name, alt)))
 
 
 first = runs.iloc[0]
@@ -81,7 +80,7 @@ display(params)
 
 # %%
 display(report.contest_with_published(tables["contest"], COMPARABLE))
-show_figure("loss_curves.png")
+show_figure("loss_curves.png", "Validation loss of every contest run through training, coloured by variant")
 
 # %% [markdown]
 # ## The learning-rate audit
@@ -89,7 +88,7 @@ show_figure("loss_curves.png")
 
 # %%
 display(report.sweep_with_published(tables["lr_sweep"], COMPARABLE))
-show_figure("lr_sweep.png")
+show_figure("lr_sweep.png", "Best validation loss against learning rate per variant, diverged cells marked")
 
 # %% [markdown]
 # ## How large do the scores get?
@@ -116,7 +115,7 @@ display(tables["mass_auroc"].groupby("variant").mass_auroc.agg(["mean", "min", "
 
 # %%
 display(tables["entropy"].groupby("variant", sort=False)[["mean", "share_below_0.3", "share_above_0.8"]].mean())
-show_figure("entropy.png")
+show_figure("entropy.png", "Distributions of normalised attention-row entropy per variant")
 
 # %% [markdown]
 # ## The routing, watched
@@ -124,9 +123,9 @@ show_figure("entropy.png")
 # training, and one head reading the fixed validation window.
 
 # %%
-show_figure("depth_grid.png")
-show_figure("training_maps.png")
-show_figure("reading.gif")
+show_figure("depth_grid.png", "Trained attention maps, layers by variants, heads averaged")
+show_figure("training_maps.png", "One layer and head at four checkpoints for every variant")
+show_figure("reading.gif", "One head's attention row as the query advances through the window, softmax above the kernel")
 
 # %% [markdown]
 # The two score functions as geometry: a query orbits in a plane; the bilinear
@@ -134,7 +133,7 @@ show_figure("reading.gif")
 # surface (analytic, independent of any run).
 
 # %%
-show_figure("score_orbit.gif")
+show_figure("score_orbit.gif", "Bilinear and Yat scores over a plane of keys while a query orbits")
 
 # %% [markdown]
 # ## What the learned kernel scalars did
@@ -145,7 +144,7 @@ if scalars.empty:
     display(Markdown("No yat_b cells in this build."))
 else:
     display(scalars.groupby("scalar").value.agg(["min", "max", "mean"]))
-show_figure("scalars.png")
+show_figure("scalars.png", "Learned b and epsilon of yat_b per layer and head")
 
 # %% [markdown]
 # ## What A³'s gates did
@@ -158,7 +157,7 @@ show_figure("scalars.png")
 display(tables["a3_init"])
 display(pd.read_csv(TABLES / "a3_gates.csv").query("variant == 'a3'").groupby("layer")[
     ["gate_mean", "gate_std", "bias_mean", "entropy"]].mean())
-show_figure("a3_gates.png")
+show_figure("a3_gates.png", "A3 gate mean and spread per layer and head")
 
 # %% [markdown]
 # ## Claims ledger

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import html
 import os
 from pathlib import Path
 
@@ -62,3 +64,11 @@ def scores_with_published(scores: pd.DataFrame, comparable: bool) -> pd.DataFram
 
 def figure(name: str) -> Path:
     return results_dir() / "figures" / name
+
+
+def figure_html(name: str, alt: str) -> str:
+    """An <img> with the figure inlined: PNGs and animated GIFs both survive the HTML export."""
+    path = figure(name)
+    mime = {".png": "image/png", ".gif": "image/gif"}[path.suffix]
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img src="data:{mime};base64,{data}" alt="{html.escape(alt)}" style="max-width:100%">'

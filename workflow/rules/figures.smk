@@ -1,0 +1,230 @@
+# One rule per figure. A figure reads tables (and the bundles runs.csv points at), never trains;
+# its inputs are exactly the tables it reads plus the src files it imports, and its params the
+# `figures` config section, so editing one figure module or a colour reruns only figures.
+
+FIGURE_DIR = RESULTS / "figures"
+TABLE_DIR = RESULTS / "tables"
+RUNS_TABLE = str(TABLE_DIR / "runs.csv")
+CONTEST_TABLE = str(TABLE_DIR / "contest.csv")
+SWEEP_TABLE = str(TABLE_DIR / "lr_sweep.csv")
+
+FIGURES = [
+    str(FIGURE_DIR / name)
+    for name in (
+        "loss_curves.png",
+        "loss_curves.gif",
+        "lr_sweep.png",
+        "depth_grid.png",
+        "training_maps.png",
+        "reading.gif",
+        "score_orbit.gif",
+        "scalars.png",
+        "a3_gates.png",
+        "entropy.png",
+    )
+]
+
+
+def figure_style(wildcards=None):
+    """The `figures` config section as shell-quoted JSON: presentation only, never retrains."""
+    return shlex.quote(attnlab_config.to_json(config.get("figures", {})))
+
+
+rule figure_loss_curves:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.loss_curves"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "loss_curves.png"),
+            caption="../report/loss_curves.rst",
+            category="Figures",
+        ),
+        gif=report(
+            str(FIGURE_DIR / "loss_curves.gif"),
+            caption="../report/loss_curves.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/loss_curves.log",
+    message:
+        "Drawing the contest runs' validation-loss curves (still and animated)"
+    shell:
+        "python -m attnlab.figures.loss_curves --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} --gif {output.gif} > {log} 2>&1"
+
+
+rule figure_lr_sweep:
+    input:
+        sweep=SWEEP_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.lr_sweep"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "lr_sweep.png"),
+            caption="../report/lr_sweep.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/lr_sweep.log",
+    message:
+        "Drawing best validation loss against learning rate"
+    shell:
+        "python -m attnlab.figures.lr_sweep --sweep {input.sweep} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_depth_grid:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.depth_grid"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "depth_grid.png"),
+            caption="../report/depth_grid.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/depth_grid.log",
+    message:
+        "Drawing trained attention maps through depth"
+    shell:
+        "python -m attnlab.figures.depth_grid --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_training_maps:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.training_maps"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "training_maps.png"),
+            caption="../report/training_maps.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/training_maps.log",
+    message:
+        "Drawing one head's attention map at the four training checkpoints"
+    shell:
+        "python -m attnlab.figures.training_maps --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_reading:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.reading"),
+    output:
+        gif=report(
+            str(FIGURE_DIR / "reading.gif"),
+            caption="../report/reading.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/reading.log",
+    message:
+        "Animating one head reading the window (softmax above the kernel)"
+    shell:
+        "python -m attnlab.figures.reading --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.gif} > {log} 2>&1"
+
+
+rule figure_score_orbit:
+    input:
+        src=src_closure("attnlab.figures.score_orbit"),
+    output:
+        gif=report(
+            str(FIGURE_DIR / "score_orbit.gif"),
+            caption="../report/score_orbit.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/score_orbit.log",
+    message:
+        "Animating the bilinear and Yat scores of an orbiting query (analytic, no runs)"
+    shell:
+        "python -m attnlab.figures.score_orbit --style {params.style} --out {output.gif} > {log} 2>&1"
+
+
+rule figure_scalars:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.scalars"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "scalars.png"),
+            caption="../report/scalars.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/scalars.log",
+    message:
+        "Drawing yat_b's learned b and epsilon per layer and head"
+    shell:
+        "python -m attnlab.figures.scalars --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_a3_gates:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.a3_gates"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "a3_gates.png"),
+            caption="../report/a3_gates.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/a3_gates.log",
+    message:
+        "Drawing the A3 gate and bias per layer and head"
+    shell:
+        "python -m attnlab.figures.a3_gates --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_entropy:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        src=src_closure("attnlab.figures.entropy"),
+    output:
+        png=report(
+            str(FIGURE_DIR / "entropy.png"),
+            caption="../report/entropy.rst",
+            category="Figures",
+        ),
+    params:
+        style=figure_style,
+    log:
+        "results/logs/figures/entropy.log",
+    message:
+        "Drawing the attention-entropy distributions"
+    shell:
+        "python -m attnlab.figures.entropy --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
