@@ -49,3 +49,23 @@ def planned_jobs(output: str) -> dict[str, int]:
             elif line.strip().startswith("total"):
                 break
     return counts
+
+
+def planned_training(output: str) -> list[tuple[str, str, str]]:
+    """(variant, lr, seed) of each training job a dry run plans, from the rule's message."""
+    return re.findall(r"Training (\w+) lr=([0-9.e+-]+) seed=(\d+)", output)
+
+
+class edited:
+    """Append a harmless line to a file for the duration of a `with` block (content changes, not just mtime)."""
+
+    def __init__(self, path: Path, line: str = "# edited by a dependency test"):
+        self.path, self.line = Path(path), line
+
+    def __enter__(self):
+        self.original = self.path.read_text()
+        self.path.write_text(self.original + f"\n{self.line}\n")
+        return self.path
+
+    def __exit__(self, *exc):
+        self.path.write_text(self.original)
