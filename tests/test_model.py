@@ -65,3 +65,13 @@ def test_dropout_changes_outputs_only_with_a_key():
     tokens = jnp.zeros((1, 12), dtype=jnp.int32)
     np.testing.assert_array_equal(np.asarray(model(tokens)), np.asarray(model(tokens)))
     assert not np.allclose(np.asarray(model(tokens)), np.asarray(model(tokens, dropout_key=jax.random.key(0))))
+
+
+@pytest.mark.parametrize("masks", ["bits16", "bernoulli"])
+def test_dropout_masks_drop_the_configured_share_and_stay_unbiased(masks):
+    from attnlab.model import dropout
+
+    x = jnp.ones((400, 500))
+    y = np.asarray(dropout(x, 0.1, jax.random.key(0), masks))
+    assert abs((y == 0).mean() - 0.1) < 0.003
+    assert abs(y.mean() - 1.0) < 0.005

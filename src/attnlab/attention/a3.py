@@ -33,7 +33,8 @@ class A3Score(nnx.Module):
         context_dim = 2 * d_head + embed_dim
         self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
         self.w_g = nnx.Param(jnp.zeros((context_dim,)))
-        self.b_g = nnx.Param(jnp.asarray(GATE_BIAS_INIT))
+        # float32, not a weak type: otherwise the first update changes the dtype and retriggers compilation
+        self.b_g = nnx.Param(jnp.asarray(GATE_BIAS_INIT, dtype=jnp.float32))
         self.u = nnx.Param(jnp.zeros((context_dim,)))
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
