@@ -53,9 +53,12 @@ class A3Score(nnx.Module):
         )
 
     def _context(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> jnp.ndarray:
-        counts = jnp.arange(1, q.shape[1] + 1, dtype=q.dtype)[None, :, None, None]
-        q_mean = jnp.cumsum(q, axis=1) / counts  # (B, T, H, D)
-        k_mean = jnp.cumsum(k, axis=1) / counts
-        embed = jnp.broadcast_to(self.embed[...][layer][None, None], q.shape[:3] + (self.embed.shape[-1],))
-        context = jnp.concatenate([q_mean, k_mean, embed.astype(q.dtype)], axis=-1)
-        return context.transpose(0, 2, 1, 3)
+        # Prefix means as one matmul with a row-normalised lower-triangular matrix: on a CPU
+        # this is much cheaper than a cumulative sum, which XLA lowers to a windowed reduction.
+        length = q.shape[1]
+        averaging = jnp.tril(jnp.ones((length, length), q.dtype)) / jnp.arange(1, length + 1, dtype=q.dtype)[:, None]
+        q_mean = jnp.einsum("ts,bshd->bhtd", averaging, q)  # (B, H, T, D)
+        k_mean = jnp.einsum("ts,bshd->bhtd", averaging, k)
+        embed = self.embed[...][layer].astype(q.dtype)  # (H, E)
+        embed = jnp.broadcast_to(embed[None, :, None, :], q_mean.shape[:3] + (embed.shape[-1],))
+        return jnp.concatenate([q_mean, k_mean, embed], axis=-1)  # (B, H, T, C)
