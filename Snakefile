@@ -12,6 +12,24 @@ include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/writeup.smk"
 
+# On a cluster, only training is worth a job of its own; the rest is seconds of work (and
+# fetching the corpus needs the internet, which login nodes have and compute nodes often lack).
+localrules:
+    all,
+    fetch_corpus,
+    select_lr,
+    collect_tables,
+    writeup,
+    figure_loss_curves,
+    figure_lr_sweep,
+    figure_depth_grid,
+    figure_training_maps,
+    figure_reading,
+    figure_score_orbit,
+    figure_scalars,
+    figure_a3_gates,
+    figure_entropy,
+
 
 rule all:
     default_target: True
