@@ -254,3 +254,19 @@ def test_collect_cli_reports_the_path_without_a_traceback(two_bundles, tmp_path)
                             capture_output=True, text=True, env=dict(os.environ))
     assert result.returncode == 2
     assert "attention.npz" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args,named", [
+    (["--variant", "cosine", "--lr", "3e-3"], "valid variants are"),
+    (["--variant", "yat", "--lr", "-1"], "positive"),
+    (["--variant", "yat", "--lr", "nan"], "positive"),
+])
+def test_cli_refuses_bad_cells_before_touching_the_corpus(tmp_path, args, named):
+    env = {k: v for k, v in os.environ.items() if k != "ATTNLAB_CORPUS"}
+    result = subprocess.run([sys.executable, "-m", "attnlab.cli", "train", "--config",
+                             str(REPO / "config" / "smoke.yaml"), "--seed", "0", "--out", str(tmp_path / "x"),
+                             "--corpus", str(tmp_path / "corpus.txt"), *args],
+                            capture_output=True, text=True, env=env, timeout=120)
+    assert result.returncode == 2
+    assert named in result.stderr and "Traceback" not in result.stderr
+    assert not (tmp_path / "corpus.txt").exists()

@@ -37,6 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="time training steps against a plain loop (attnlab bench --help)")
 
     args = parser.parse_args(argv)
+    from attnlab.attention import UnknownVariantError
     from attnlab.config import ConfigError, load_config
     from attnlab.data import CorpusError
 
@@ -50,7 +51,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"corpus ready at {fetch_corpus(cfg['data'], args.out)}")
             return 0
         return train(cfg, args)
-    except (ConfigError, CorpusError) as err:
+    except (ConfigError, CorpusError, UnknownVariantError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
 
@@ -67,10 +68,13 @@ def print_params(cfg: dict) -> int:
 
 
 def train(cfg: dict, args) -> int:
+    from attnlab.attention import check_variant
     from attnlab.config import cell_slice
     from attnlab.data import fetch_corpus
-    from attnlab.train import configure_runtime, run_cell
+    from attnlab.train import check_lr, configure_runtime, run_cell
 
+    check_variant(args.variant)  # before any download or compute
+    check_lr(args.lr)
     configure_runtime(cfg["train"]["threads"], args.compile_cache)
     corpus = fetch_corpus(cfg["data"], args.corpus)
     run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,

@@ -25,7 +25,7 @@ import pandas as pd
 from flax import nnx
 
 from attnlab import provenance
-from attnlab.attention import check_variant
+from attnlab.attention import UnknownVariantError, check_variant
 from attnlab.bundle import write_bundle
 from attnlab.checkpoint import ResumeCheckpoints, save_params
 from attnlab.config import ConfigError, model_config, train_config
@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg, args.variant, args.lr, args.seed, args.corpus, args.out,
             checkpoint_dir=args.checkpoint_dir,
         )
-    except (CorpusError, ConfigError) as err:
+    except (CorpusError, ConfigError, UnknownVariantError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(
@@ -77,6 +77,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     return 0
 
+
+
+def check_lr(lr: float) -> None:
+    if not (lr > 0 and math.isfinite(lr)):
+        raise ConfigError(f"--lr must be a positive, finite number, got {lr}")
 
 
 def schedule(steps: int, eval_every: int, checkpoint_every: int, fractions) -> dict[str, list[int]]:
@@ -92,8 +97,7 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
              checkpoint_dir: Path | None = None, log=print) -> dict:
     """Train one cell from its config slice and write its bundle; returns bundle.json's content."""
     check_variant(variant)
-    if not (lr > 0 and math.isfinite(lr)):
-        raise ConfigError(f"--lr must be a positive number, got {lr}")
+    check_lr(lr)
     tcfg = train_config(cfg)
     corpus = load_corpus(corpus_path, cfg["data"]["train_fraction"], cfg["data"].get("sha256"))
     mcfg = model_config(cfg, variant, corpus.vocab_size)
