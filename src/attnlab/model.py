@@ -10,6 +10,7 @@ from flax import nnx
 
 from attnlab.attention import score_class
 from attnlab.attention.base import ScoreOutput
+from attnlab.masks import random_uint16
 
 
 @dataclass(frozen=True)
@@ -23,7 +24,7 @@ class ModelConfig:
     dropout: float  # on attention weights, after attention and after the MLP
     variant: str  # key into attnlab.attention.VARIANTS
     a3_embed_dim: int | None = None  # A3's layer/head embedding width (default d_head)
-    dropout_masks: str = "bits16"  # "bits16" (fast, see dropout) or "bernoulli" (float uniforms)
+    dropout_masks: str = "bits16"  # "bits16" (fast, see attnlab.masks) or "bernoulli" (float uniforms)
 
     @property
     def d_head(self) -> int:
@@ -33,19 +34,18 @@ class ModelConfig:
 def dropout(x: jnp.ndarray, rate: float, key: jax.Array | None, masks: str = "bits16") -> jnp.ndarray:
     """Inverted dropout; a None key means evaluation (identity).
 
-    "bits16" draws 16 random bits per element and drops those below
-    round(rate * 2^16): half the random words of a float uniform, which on a
-    CPU is a large share of a training step. The realised rate differs from
-    the nominal one by at most 2^-17 and the kept values are scaled by the
-    realised keep probability, so the layer stays unbiased. "bernoulli" is the
-    usual float-uniform mask (the plain loop of attnlab.bench uses it).
+    "bits16" drops the elements whose 16 random bits fall below
+    round(rate * 2^16). The realised rate differs from the nominal one by at
+    most 2^-17 and kept values are scaled by the realised keep probability, so
+    the layer stays unbiased. "bernoulli" is the usual float-uniform mask (the
+    plain loop of attnlab.bench uses it).
     """
     if key is None or rate == 0.0:
         return x
     if masks == "bernoulli":
         return jnp.where(jax.random.bernoulli(key, 1.0 - rate, x.shape), x / (1.0 - rate), 0.0)
     threshold = round(rate * 65536)
-    keep = jax.random.bits(key, x.shape, jnp.uint16) >= threshold
+    keep = random_uint16(key, x.shape) >= threshold
     return jnp.where(keep, x * (65536.0 / (65536 - threshold)), 0.0)
 
 

@@ -32,8 +32,13 @@ def loss_fn(params, graphdef, rest, x, y, dropout_key):
 
 
 def dropout_key(seed, step):
-    """Dropout randomness, like batches, is a pure function of (seed, step)."""
-    return jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), step), 1)
+    """Dropout randomness, like batches, is a pure function of (seed, step).
+
+    Threefry keys explicitly: the fast mask draw (model.random_uint16) hashes
+    with Threefry whatever JAX's default PRNG is set to.
+    """
+    key = jax.random.key(seed, impl="threefry2x32")
+    return jax.random.fold_in(jax.random.fold_in(key, step), 1)
 
 
 def train_step(graphdef, rest, optimizer, params, opt_state, x, y, key):
