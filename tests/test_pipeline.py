@@ -83,6 +83,18 @@ def test_editing_a_figure_setting_trains_nothing(built, corpus_path):
 
 
 @pytest.mark.slow
+def test_moving_the_corpus_or_raising_memory_trains_nothing(built, corpus_path, tmp_path):
+    cfg = yaml.safe_load((built / "config" / "smoke.yaml").read_text())
+    moved = tmp_path / "elsewhere.txt"
+    moved.write_bytes(corpus_path.read_bytes())
+    cfg["data"]["path"] = str(moved)
+    cfg["train"]["mem_mb"] = 5000
+    (built / "config" / "moved.yaml").write_text(yaml.safe_dump(cfg))
+    jobs = planned_jobs(dry_run(built, corpus_path, "config/moved.yaml"))
+    assert jobs == {}, jobs
+
+
+@pytest.mark.slow
 def test_a_built_workspace_plans_nothing(built, corpus_path):
     result = snakemake(built, "-n", "--configfile", "config/smoke.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -15,7 +15,9 @@ import pandas as pd
 import pytest
 import yaml
 
-from attnlab.bundle import BundleError, read_bundle, read_curve
+import numpy as np
+
+from attnlab.bundle import BundleError, read_arrays, read_bundle, read_curve
 from attnlab.config import ConfigError, cell_slice, load_config, validate_config
 from attnlab.tables import collect
 from conftest import REPO
@@ -50,6 +52,20 @@ def same_numbers(a: dict, b: dict, folder_a: Path, folder_b: Path):
         assert a[key] == b[key], key
     assert a["telemetry"] == b["telemetry"]
     pd.testing.assert_frame_equal(read_curve(folder_a)[CURVE_NUMBERS], read_curve(folder_b)[CURVE_NUMBERS])
+    for name in ("telemetry.npz", "attention.npz"):
+        first, second = read_arrays(folder_a, name), read_arrays(folder_b, name)
+        assert first.keys() == second.keys()
+        for key in first:
+            np.testing.assert_array_equal(first[key], second[key], err_msg=f"{name}:{key}")
+    assert _same_param_arrays(folder_a, folder_b), "final parameters differ"
+
+
+def _same_param_arrays(folder_a: Path, folder_b: Path) -> bool:
+    from attnlab.checkpoint import load_params
+    import jax
+    leaves_a = jax.tree.leaves(load_params(folder_a / "params"))
+    leaves_b = jax.tree.leaves(load_params(folder_b / "params"))
+    return len(leaves_a) == len(leaves_b) and all(np.array_equal(x, y) for x, y in zip(leaves_a, leaves_b))
 
 
 def wait_for(predicate, timeout=120.0, interval=0.01):
@@ -79,6 +95,25 @@ def test_sigkill_then_restart_resumes_to_identical_numbers(tiny_cfg, corpus_path
     assert resumed["resumed_from"] and resumed["resumed_from"][0] >= 200
     same_numbers(reference, resumed, tmp_path / "reference", out)
     assert not ckpt.exists(), "checkpoints must be removed once the bundle is complete"
+
+
+@pytest.mark.slow
+def test_a_checkpoint_from_another_config_is_not_resumed(tiny_cfg, corpus_path, tmp_path):
+    cfg = long_cfg(tiny_cfg)
+    out, ckpt = tmp_path / "cell", tmp_path / "ckpt"
+    proc = subprocess.Popen(train_cmd(cfg, out, corpus_path, checkpoints=ckpt),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    assert wait_for(lambda: ckpt.is_dir() and any(p.name.isdigit() for p in ckpt.iterdir()))
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    changed = copy.deepcopy(cfg)
+    changed["train"].update(steps=100, weight_decay=0.1)
+    result = subprocess.run(train_cmd(changed, out, corpus_path, checkpoints=ckpt),
+                            capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "another config" in result.stdout
+    bundle = read_bundle(out)
+    assert bundle["resumed_from"] == [] and bundle["config"]["train"]["weight_decay"] == 0.1
 
 
 @pytest.mark.slow
@@ -236,6 +271,8 @@ def copy_bundles(src: Path, dest: Path) -> Path:
     (lambda d: (d / "yat" / "bundle.json").write_text("{not json"), "bundle.json"),
     (lambda d: (d / "yat" / "curve.csv").write_text("step\n1\n"), "curve.csv"),
     (lambda d: (d / "yat" / "telemetry.npz").unlink(), "telemetry.npz"),
+    (lambda d: next(f for f in sorted((d / "yat" / "params").rglob("*")) if f.is_file()).write_bytes(b"x"),
+     "params"),
 ])
 def test_collect_stops_on_a_missing_or_corrupt_bundle_naming_the_file(two_bundles, tmp_path, damage, named):
     root = copy_bundles(two_bundles, tmp_path / "b")

@@ -52,7 +52,9 @@ def write_bundle(out: Path, summary: dict, curve: pd.DataFrame, telemetry: dict,
     _save_npz(staging / "telemetry.npz", telemetry)
     _save_npz(staging / "attention.npz", attention)
     save_params(staging / "params")
-    summary = dict(summary, files={name: _sha256(staging / name) for name in DATA_FILES})
+    files = {name: _sha256(staging / name) for name in DATA_FILES}
+    files |= {str(f.relative_to(staging)): _sha256(f) for f in sorted((staging / "params").rglob("*")) if f.is_file()}
+    summary = dict(summary, files=files)
     atomic_write_json(staging / BUNDLE_FILE, summary)
     replace_dir(staging, out)
     return out
@@ -72,6 +74,11 @@ def read_bundle(path: Path) -> dict:
     missing = [key for key in REQUIRED_KEYS if key not in summary]
     if missing:
         raise BundleError(f"bundle file {summary_file} lacks {', '.join(missing)}; delete the folder and rerun")
+    listed = set(summary["files"])
+    unlisted = [name for name in DATA_FILES if name not in listed]
+    if unlisted or not any(name.startswith("params/") for name in listed):
+        raise BundleError(f"bundle file {summary_file} does not list {', '.join(unlisted) or 'params/'}; "
+                          "delete the folder and rerun")
     for name, digest in summary["files"].items():
         file = folder / name
         if not file.is_file():

@@ -50,6 +50,12 @@ class ResumeCheckpoints:
         ))
         self._manager.wait_until_finished()
 
+    def clear(self) -> None:
+        """Forget every checkpoint (they belong to another config)."""
+        if self._manager is not None:
+            for step in self._manager.all_steps():
+                self._manager.delete(step)
+
     def remove(self) -> None:
         if self._manager is not None:
             self._manager.close()

@@ -149,8 +149,10 @@ def cell_slice(cfg: dict) -> dict:
     editing a figure setting never retrains.
     """
     sliced = {key: copy.deepcopy(cfg[key]) for key in ("name", "data", "model", "train", "telemetry")}
-    # Where the corpus came from does not change a number: its checksum does.
+    # Where the corpus came from does not change a number: its checksum does. Nor do the
+    # resources a job declares (raising mem_mb after an out-of-memory kill must not retrain).
     sliced["data"] = {k: v for k, v in sliced["data"].items() if k not in ("path", "url")}
+    sliced["train"] = {k: v for k, v in sliced["train"].items() if k not in ("threads", "mem_mb")}
     return sliced
 
 

@@ -133,7 +133,8 @@ def check_fits(corpus: Corpus, block_size: int, batch_size: int) -> None:
 
 def batch_offsets(seed, step, n_tokens: int, block_size: int, batch_size: int) -> jnp.ndarray:
     """Start positions of one training batch: a pure function of (seed, step)."""
-    key = jax.random.fold_in(jax.random.key(seed), step)
+    # the trailing 0 keeps this stream apart from parameter initialisation, which folds step-like counters into key(seed)
+    key = jax.random.fold_in(jax.random.fold_in(jax.random.key(seed), step), 0)
     return jax.random.randint(key, (batch_size,), 0, n_tokens - block_size)
 
 
@@ -155,15 +156,25 @@ def validation_batches(val: np.ndarray, block_size: int, batch_size: int, n_batc
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m attnlab.data --cell-config JSON --out PATH`: fetch and verify the corpus."""
+    """`python -m attnlab.data --out PATH`: fetch and verify the corpus.
+
+    The data config comes from --data-config or the ATTNLAB_DATA_CONFIG
+    environment variable (JSON of the config's `data` section). The workflow
+    uses the variable so that moving a local copy is not a params change that
+    would refetch the corpus and retrain every cell.
+    """
     import json
 
     parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--cell-config", required=True, help="JSON config slice (data section used)")
+    parser.add_argument("--data-config", default=os.environ.get("ATTNLAB_DATA_CONFIG"),
+                        help="JSON of the config's data section")
     parser.add_argument("--out", required=True, type=Path)
     args = parser.parse_args(argv)
+    if not args.data_config:
+        print("error: give --data-config or set ATTNLAB_DATA_CONFIG", file=sys.stderr)
+        return 2
     try:
-        path = fetch_corpus(json.loads(args.cell_config)["data"], args.out)
+        path = fetch_corpus(json.loads(args.data_config), args.out)
     except CorpusError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

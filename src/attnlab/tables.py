@@ -68,6 +68,7 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
             "bpc_mean": best.mean() / np.log(2),
             "n_diverged": int(cells.diverged.sum()),
             "n_params": int(cells.n_params.iloc[0]),
+            "seeds": " ".join(str(s) for s in sorted(cells.seed)),
         })
     return pd.DataFrame(rows)
 
@@ -86,8 +87,10 @@ def sweep_display(sweep: pd.DataFrame) -> pd.DataFrame:
         if row.diverged:
             return f"diverged @ {int(row.diverged_step)}"
         return f"{row.best_val_loss:.4f}"
-    shown = sweep.assign(value=sweep.apply(cell, axis=1), lr=sweep.lr.map(format_lr))
-    return shown.pivot(index="lr", columns="variant", values="value").reset_index()
+    shown = sweep.assign(value=sweep.apply(cell, axis=1))
+    wide = shown.pivot(index="lr", columns="variant", values="value").sort_index()  # numeric LR order
+    wide.index = wide.index.map(format_lr)
+    return wide.reset_index()
 
 
 def contest_display(contest: pd.DataFrame) -> pd.DataFrame:

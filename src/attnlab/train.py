@@ -11,6 +11,7 @@ killed job resumes where it stopped and ends with the same numbers.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import math
 import os
@@ -28,7 +29,7 @@ from attnlab import provenance
 from attnlab.attention import UnknownVariantError, check_variant
 from attnlab.bundle import write_bundle
 from attnlab.checkpoint import ResumeCheckpoints, save_params
-from attnlab.config import ConfigError, model_config, train_config
+from attnlab.config import ConfigError, model_config, to_json, train_config
 from attnlab.data import CorpusError, check_fits, load_corpus, validation_batches
 from attnlab.model import GPT, count_params
 from attnlab.steps import evaluate, make_optimizer, probe, train_chunk, window_attention
@@ -41,7 +42,7 @@ def configure_runtime(threads: int, compile_cache: Path | None) -> None:
     """Pin XLA's CPU parallelism and the compilation cache before JAX starts."""
     if threads == 1:
         flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1".strip()
+        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
     if compile_cache is not None:
         jax.config.update("jax_compilation_cache_dir", str(compile_cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
@@ -61,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the config's)")
     args = parser.parse_args(argv)
     cfg = json.loads(args.cell_config)
-    configure_runtime(args.threads or cfg["train"].get("threads", 1), args.compile_cache)
+    configure_runtime(args.threads or 1, args.compile_cache)
     try:
         summary = run_cell(
             cfg, args.variant, args.lr, args.seed, args.corpus, args.out,
@@ -77,6 +78,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     return 0
 
+
+
+def cell_identity(cfg: dict, variant: str, lr: float, seed: int) -> str:
+    """What a checkpoint must match to be resumed: the config slice and the cell."""
+    return hashlib.sha256(to_json([cfg, variant, float(lr), int(seed)]).encode()).hexdigest()
+
+
+def all_finite(tree) -> bool:
+    return bool(all(jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)))
 
 
 def check_lr(lr: float) -> None:
@@ -126,10 +136,15 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
     compile_s = time.perf_counter() - compile_start
 
     checkpoints = ResumeCheckpoints(checkpoint_dir)
-    progress = {"step": 0, "curve": [], "pending_losses": [], "snapshots": {}, "elapsed_s": 0.0,
-                "diverged_step": None, "resumed_from": []}
+    identity = cell_identity(cfg, variant, lr, seed)
+    progress = {"step": 0, "curve": [], "pending_losses": [], "elapsed_s": 0.0, "diverged_step": None,
+                "resumed_from": [], "cell": identity}
     snapshot_maps: dict[int, np.ndarray] = {}
     restored = checkpoints.latest({"params": params, "opt_state": opt_state})
+    if restored is not None and restored[2].get("cell") != identity:
+        log(f"ignoring the checkpoint in {checkpoint_dir}: it belongs to another config of this cell")
+        checkpoints.clear()
+        restored = None
     if restored is not None:
         state, snapshots, progress = restored
         params, opt_state = state["params"], state["opt_state"]
@@ -137,9 +152,14 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
         progress["resumed_from"] = progress.get("resumed_from", []) + [progress["step"]]
         log(f"resuming {variant} lr={lr:g} seed={seed} from step {progress['step']}")
 
-    def take_stops(step, params):
+    def take_stops(step, params) -> bool:
+        """Evaluate/snapshot at a stop; False if the model is no longer finite (divergence)."""
+        if not all_finite(params):
+            return False
         if step in plan["eval"]:
             val = float(evaluate(graphdef, rest, params, val_x, val_y))
+            if not math.isfinite(val):
+                return False
             pending = progress["pending_losses"]
             train_loss = float(np.mean(pending)) if pending else float("nan")
             progress["curve"].append([step, train_loss, val, progress["elapsed_s"]])
@@ -148,11 +168,18 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
                 f"val {val:.4f} ({step / max(progress['elapsed_s'], 1e-9):.1f} steps/s)")
         if step in plan["snapshot"]:
             snapshot_maps[step] = np.asarray(window_attention(graphdef, rest, params, window), dtype=np.float16)
+        return True
+
+    def diverge(at_step: int, why: str):
+        progress["diverged_step"] = int(at_step)
+        log(f"{variant} lr={lr:g} seed={seed} DIVERGED at step {at_step} ({why}); keeping the metrics from before")
 
     step = progress["step"]
     if step == 0 and not progress["curve"]:
         take_stops(0, params)
-    last_good = jax.tree.map(jnp.copy, params)
+    # The state at the last stop that was finite: what a diverged cell keeps. Every stop
+    # (checkpoints included) refreshes it, so a resumed run rolls back exactly as an uninterrupted one.
+    last_good, last_good_step = jax.tree.map(jnp.copy, params), step
     while step < tcfg.steps and progress["diverged_step"] is None:
         target = min(s for s in stops if s > step)
         started = time.perf_counter()
@@ -161,25 +188,26 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
         progress["elapsed_s"] += time.perf_counter() - started
         bad = np.flatnonzero(~np.isfinite(losses) | (losses > tcfg.diverge_loss))
         if bad.size:
-            progress["diverged_step"] = int(step + bad[0])
             progress["pending_losses"] += losses[: bad[0]].tolist()
-            params = last_good
-            log(f"{variant} lr={lr:g} seed={seed} DIVERGED at step {progress['diverged_step']} "
-                f"(loss {losses[bad[0]]}); keeping the metrics from before")
+            diverge(step + bad[0], f"training loss {losses[bad[0]]}")
             break
         progress["pending_losses"] += losses.tolist()
+        if not take_stops(target, params):
+            diverge(target, "non-finite parameters or validation loss")
+            break
         step = progress["step"] = target
-        take_stops(step, params)
-        if step in plan["eval"]:
-            last_good = jax.tree.map(jnp.copy, params)
+        last_good, last_good_step = jax.tree.map(jnp.copy, params), step
         if step in plan["checkpoint"]:
             checkpoints.save(step, {"params": params, "opt_state": opt_state},
                              {str(k): v for k, v in snapshot_maps.items()}, progress)
+    if progress["diverged_step"] is not None:
+        params = last_good
+        if last_good_step not in snapshot_maps:
+            snapshot_maps[last_good_step] = np.asarray(window_attention(graphdef, rest, params, window),
+                                                       dtype=np.float16)
 
     arrays = jax.tree.map(np.asarray, probe(graphdef, rest, params, val_x, val_y,
                                             min_keys=telemetry_cfg.get("entropy_min_keys", 16)))
-    if progress["diverged_step"] is not None and step not in snapshot_maps:
-        snapshot_maps[step] = np.asarray(window_attention(graphdef, rest, params, window), dtype=np.float16)
     summary = bundle_summary(cfg, variant, lr, seed, model, params, progress, arrays, compile_s,
                              tcfg, mcfg.block_size)
     curve = pd.DataFrame(progress["curve"], columns=["step", "train_loss", "val_loss", "elapsed_s"])

@@ -128,8 +128,9 @@ def cell_config_json(wildcards=None):
     return shlex.quote(attnlab_config.to_json(attnlab_config.cell_slice(config)))
 
 
-def data_config_json(wildcards=None):
-    return shlex.quote(attnlab_config.to_json({"data": config["data"]}))
+# Where the corpus comes from travels by environment, not params: a new local path with the same
+# bytes must not count as a change (params changes rerun a rule and all that follows it).
+os.environ["ATTNLAB_DATA_CONFIG"] = attnlab_config.to_json(config["data"])
 
 
 def data_identity(wildcards=None):

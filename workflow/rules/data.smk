@@ -3,10 +3,9 @@ rule fetch_corpus:
         corpus=CORPUS,
     params:
         identity=data_identity,
-        data=data_config_json,
     log:
         "results/logs/fetch_corpus.log",
     message:
         "Fetching and verifying the corpus"
     shell:
-        "python -m attnlab.data --cell-config {params.data} --out {output.corpus} > {log} 2>&1"
+        "python -m attnlab.data --out {output.corpus} > {log} 2>&1"

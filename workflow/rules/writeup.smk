@@ -7,6 +7,7 @@ rule writeup:
         tables=TABLES,
         figures=FIGURES,
         src=src_closure("attnlab.claims", "attnlab.report"),
+        published="src/attnlab/published.yaml",
     output:
         notebook="results/writeup/writeup.ipynb",
         html="results/writeup/writeup.html",

@@ -101,6 +101,8 @@ def contest_cells(runs: pd.DataFrame, contest: pd.DataFrame) -> pd.DataFrame:
     parts = []
     for row in contest.itertuples():
         cells = runs[(runs.variant == row.variant) & np.isclose(runs.lr.astype(float), float(row.lr))]
+        if "seeds" in contest.columns:  # only the contest's seeds, as in the contest table
+            cells = cells[cells.seed.isin([int(s) for s in str(row.seeds).split()])]
         parts.append(cells.sort_values("seed"))
     if not parts:
         return runs.iloc[0:0]
