@@ -77,6 +77,11 @@ display(params)
 # ## The contest
 # Best validation loss (nats per character; mean ± std over seeds, std with
 # ddof 0) at each variant's contest learning rate.
+#
+# A contest LR marked `auto` is the sweep's best on the same held-out batches
+# that report the contest, and the winning sweep cell doubles as that
+# variant's sweep-seed contest run: a mild selection bias in its favour,
+# against variants whose LR was fixed in advance.
 
 # %%
 display(report.contest_with_published(tables["contest"], COMPARABLE))
