@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.claims import published
+from attnlab.tables import sweep_display
 
 RESULTS_ENV = "ATTNLAB_RESULTS"
 
@@ -43,13 +44,12 @@ def contest_with_published(contest: pd.DataFrame, comparable: bool) -> pd.DataFr
 
 
 def sweep_with_published(sweep: pd.DataFrame, comparable: bool) -> pd.DataFrame:
-    def cell(row):
-        return f"diverged @ {int(row.diverged_step)}" if row.diverged else round(row.best_val_loss, 4)
-    wide = sweep.assign(value=sweep.apply(cell, axis=1)).pivot(index="lr", columns="variant", values="value")
+    """The lr_sweep table as the tables show it, plus published columns when comparable."""
+    wide = sweep_display(sweep)
     if comparable:
         for variant, values in published()["lr_sweep"].items():
-            wide[f"{variant} (published)"] = [values.get(lr, np.nan) for lr in wide.index]
-    return wide.reset_index()
+            wide[f"{variant} (published)"] = [values.get(float(lr), np.nan) for lr in wide.lr]
+    return wide
 
 
 def scores_with_published(scores: pd.DataFrame, comparable: bool) -> pd.DataFrame:

@@ -59,7 +59,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="bundle folder to create")
     parser.add_argument("--checkpoint-dir", type=Path, default=None, help="resumable checkpoints (default: none)")
     parser.add_argument("--compile-cache", type=Path, default=None, help="JAX persistent compilation cache")
-    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default: the config's)")
+    parser.add_argument("--threads", type=int, default=None, help="CPU threads (default 1; the rule passes its threads:)")
     args = parser.parse_args(argv)
     cfg = json.loads(args.cell_config)
     configure_runtime(args.threads or 1, args.compile_cache)
@@ -86,7 +86,8 @@ def cell_identity(cfg: dict, variant: str, lr: float, seed: int) -> str:
 
 
 def all_finite(tree) -> bool:
-    return bool(all(jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)))
+    """One device reduction and one host read, not one per leaf."""
+    return bool(jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)])))
 
 
 def check_lr(lr: float) -> None:
