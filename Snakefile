@@ -2,8 +2,8 @@
 # snakemake --cores all                          (config/default.yaml, a laptop in minutes)
 # snakemake --cores all --configfile config/paper.yaml   (the published protocol; GPU or cluster)
 
-configfile: "config/default.yaml"
-
+# No `configfile:` here on purpose: common.smk loads config/default.yaml, or the one --configfile
+# given, through attnlab's own loader, so a file means the same to the DAG as to `attnlab train`.
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"

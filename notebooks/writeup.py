@@ -32,7 +32,7 @@
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from attnlab import claims, report
+from attnlab.pipeline import claims, report
 
 RESULTS = report.results_dir()
 TABLES = RESULTS / "tables"

@@ -44,7 +44,7 @@ def smoke_config() -> dict:
 @pytest.fixture
 def tiny_cfg(smoke_config) -> dict:
     """The smoke config validated, as a training cell slice."""
-    from attnlab.config import cell_slice, validate_config
+    from attnlab.core.config import cell_slice, validate_config
 
     cfg = validate_config(copy.deepcopy(smoke_config))
     return cell_slice(cfg)

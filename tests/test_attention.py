@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from flax import nnx
 
-from attnlab.attention import VARIANTS, UnknownVariantError, score_class
+from attnlab.training.attention import VARIANTS, UnknownVariantError, score_class
 
 LAYERS, HEADS, DHEAD = 2, 3, 8
 

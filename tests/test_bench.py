@@ -3,9 +3,9 @@
 import numpy as np
 import pytest
 
-from attnlab.attention import VARIANTS
-from attnlab.bench import PlainLoop, ProjectLoop, step_flops
-from attnlab.model import ModelConfig
+from attnlab.training.attention import VARIANTS
+from attnlab.training.bench import PlainLoop, ProjectLoop, step_flops
+from attnlab.training.model import ModelConfig
 
 
 def tiny(variant, dropout=0.0):

@@ -5,7 +5,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from attnlab.data import (
+from attnlab.core.corpus import (
     CORPUS_ENV,
     CorpusError,
     batch_offsets,

@@ -11,16 +11,16 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from attnlab.bundle import write_bundle
+from attnlab.training.bundle_writer import write_bundle
 
 
 def save_stand_in_params(folder):
     """Figures never read parameters; a bundle still lists (and hashes) a params/ folder."""
     folder.mkdir()
     (folder / "stand_in.bin").write_bytes(b"\x00" * 8)
-from attnlab.figures import (char_label, contest_cells, label_every, parse_style, set_char_ticks, shown_cells,
+from attnlab.pipeline.figures import (char_label, contest_cells, label_every, parse_style, set_char_ticks, shown_cells,
                              variant_color)
-from attnlab.figures import lr_sweep, score_orbit
+from attnlab.pipeline.figures import lr_sweep, score_orbit
 
 FIGURE_MODULES = ("loss_curves", "lr_sweep", "depth_grid", "training_maps", "reading", "score_orbit", "scalars",
                   "a3_gates", "entropy")
@@ -156,7 +156,7 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
 
 @pytest.fixture(scope="module")
 def tiny_tables(tmp_path_factory):
-    """Tiny bundles and the three tables figures read, in the columns attnlab.tables writes."""
+    """Tiny bundles and the three tables figures read, in the columns attnlab.pipeline.tables writes."""
     root = tmp_path_factory.mktemp("figs")
     variants = ["softmax", "yat", "yat_b", "a3"]
     contest_lr = {"softmax": 0.003, "yat": 0.003, "yat_b": 0.003, "a3": 0.01}
@@ -178,7 +178,7 @@ def tiny_tables(tmp_path_factory):
 
 @pytest.mark.parametrize("name", FIGURE_MODULES)
 def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
-    module = importlib.import_module(f"attnlab.figures.{name}")
+    module = importlib.import_module(f"attnlab.pipeline.figures.{name}")
     assert module.__doc__ and callable(module.draw) and callable(module.main)
     tables = tiny_tables / "tables"
     suffix = ".gif" if name in ("reading", "score_orbit") else ".png"
@@ -204,7 +204,7 @@ def test_no_figure_module_imports_the_model():
     import ast
     from pathlib import Path
 
-    folder = Path(importlib.import_module("attnlab.figures").__file__).parent
+    folder = Path(importlib.import_module("attnlab.pipeline.figures").__file__).parent
     for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:

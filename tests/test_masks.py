@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.extend.random import threefry_2x32
 
-from attnlab.masks import random_uint16, threefry2x32
+from attnlab.training.masks import random_uint16, threefry2x32
 
 
 def test_unrolled_threefry_equals_jax_threefry():

@@ -7,10 +7,10 @@ import pytest
 import yaml
 from flax import nnx
 
-from attnlab.attention import VARIANTS
-from attnlab.config import validate_config
-from attnlab.model import GPT, ModelConfig, count_params
-from attnlab.params import parameter_counts
+from attnlab.training.attention import VARIANTS
+from attnlab.core.config import validate_config
+from attnlab.training.model import GPT, ModelConfig, count_params
+from attnlab.training.params import parameter_counts
 from conftest import REPO
 
 
@@ -69,7 +69,7 @@ def test_dropout_changes_outputs_only_with_a_key():
 
 @pytest.mark.parametrize("masks", ["bits16", "bernoulli"])
 def test_dropout_masks_drop_the_configured_share_and_stay_unbiased(masks):
-    from attnlab.model import dropout
+    from attnlab.training.model import dropout
 
     x = jnp.ones((400, 500))
     y = np.asarray(dropout(x, 0.1, jax.random.key(0), masks))

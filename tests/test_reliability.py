@@ -17,9 +17,10 @@ import yaml
 
 import numpy as np
 
-from attnlab.bundle import BundleError, read_arrays, read_bundle, read_curve
-from attnlab.config import ConfigError, cell_slice, load_config, validate_config
-from attnlab.tables import collect
+from attnlab.core.bundle_format import BundleError
+from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.core.config import ConfigError, cell_slice, load_config, validate_config
+from attnlab.pipeline.tables import collect
 from conftest import REPO
 from workspace import make_workspace, snakemake
 
@@ -28,7 +29,7 @@ METRICS = ["best_val_loss", "final_val_loss", "best_step", "diverged", "diverged
 
 
 def train_cmd(cfg: dict, out: Path, corpus: Path, variant="softmax", lr=3e-3, seed=0, checkpoints=None):
-    cmd = [sys.executable, "-m", "attnlab.train", "--cell-config", json.dumps(cfg), "--variant", variant,
+    cmd = [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg), "--variant", variant,
            "--lr", str(lr), "--seed", str(seed), "--corpus", str(corpus), "--out", str(out)]
     if checkpoints is not None:
         cmd += ["--checkpoint-dir", str(checkpoints)]
@@ -61,7 +62,7 @@ def same_numbers(a: dict, b: dict, folder_a: Path, folder_b: Path):
 
 
 def _same_param_arrays(folder_a: Path, folder_b: Path) -> bool:
-    from attnlab.checkpoint import load_params
+    from attnlab.training.checkpoint import load_params
     import jax
     leaves_a = jax.tree.leaves(load_params(folder_a / "params"))
     leaves_b = jax.tree.leaves(load_params(folder_b / "params"))
@@ -286,7 +287,7 @@ def test_collect_stops_on_a_missing_or_corrupt_bundle_naming_the_file(two_bundle
 def test_collect_cli_reports_the_path_without_a_traceback(two_bundles, tmp_path):
     root = copy_bundles(two_bundles, tmp_path / "b")
     (root / "yat" / "attention.npz").write_bytes(b"garbage")
-    result = subprocess.run([sys.executable, "-m", "attnlab.tables", "collect", "--grid", json.dumps(GRID),
+    result = subprocess.run([sys.executable, "-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(GRID),
                              "--out", str(tmp_path / "t"), str(root / "softmax"), str(root / "yat")],
                             capture_output=True, text=True, env=dict(os.environ))
     assert result.returncode == 2

@@ -1,3 +1,6 @@
-"""attnlab: parameter-matched char-level GPTs that differ only in the attention score function."""
+"""attnlab: parameter-matched char-level GPTs that differ only in the attention score function.
 
-__version__ = "0.1.0"
+Three parts, one-way: attnlab.training (imports JAX) writes bundles,
+attnlab.pipeline (never imports JAX) reads them into tables, figures and the
+writeup, and attnlab.core is the JAX-free ground both stand on.
+"""

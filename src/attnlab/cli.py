@@ -1,4 +1,8 @@
-"""`attnlab`: the command line for users; Snakemake rules call the same module mains."""
+"""`attnlab`: the command line for users; Snakemake rules call the same module mains.
+
+Every subcommand loads its config through attnlab.core.config, the same loader
+the Snakefile uses, so one file means one thing everywhere.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +14,7 @@ from pathlib import Path
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["bench"]:  # the benchmark has its own options (attnlab bench --help)
-        from attnlab import bench
+        from attnlab.training import bench
 
         return bench.main(argv[1:])
     parser = argparse.ArgumentParser(prog="attnlab", description=__doc__)
@@ -24,11 +28,15 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--variant", required=True)
     t.add_argument("--lr", required=True, type=float)
     t.add_argument("--seed", required=True, type=int)
-    t.add_argument("--out", required=True, type=Path, help="bundle folder to create")
+    t.add_argument("--out", required=True, type=Path, help="bundle folder to create (must not exist yet, "
+                   "or hold an earlier bundle of the same cell)")
     t.add_argument("--corpus", type=Path, default=Path("results/data/corpus.txt"),
-                   help="where the verified corpus is kept (fetched there if absent)")
-    t.add_argument("--checkpoint-dir", type=Path, default=None)
+                   help="where the verified corpus is kept (fetched there if absent; an existing file with "
+                        "another checksum is refused, never replaced)")
+    t.add_argument("--checkpoint-dir", type=Path, default=None,
+                   help="root of resumable checkpoints; this cell's own folder is made and removed inside it")
     t.add_argument("--compile-cache", type=Path, default=Path("results/jax-cache"))
+    t.add_argument("--threads", type=int, default=1, help="CPU threads for XLA (default 1)")
 
     f = sub.add_parser("fetch", help="download (or copy a local) corpus and verify its sha256")
     f.add_argument("--config", required=True, type=Path)
@@ -37,16 +45,17 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="time training steps against a plain loop (attnlab bench --help)")
 
     args = parser.parse_args(argv)
-    from attnlab.attention import UnknownVariantError
-    from attnlab.config import ConfigError, load_config
-    from attnlab.data import CorpusError
+    from attnlab.core.config import load_config
+    from attnlab.core.corpus import CorpusError
+    from attnlab.core.errors import ConfigError
+    from attnlab.core.variants import UnknownVariantError
 
     try:
         cfg = load_config(args.config)
         if args.command == "params":
             return print_params(cfg)
         if args.command == "fetch":
-            from attnlab.data import fetch_corpus
+            from attnlab.core.corpus import fetch_corpus
 
             print(f"corpus ready at {fetch_corpus(cfg['data'], args.out)}")
             return 0
@@ -57,7 +66,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def print_params(cfg: dict) -> int:
-    from attnlab.params import parameter_counts
+    from attnlab.training.params import parameter_counts
 
     counts = parameter_counts(cfg)
     base = counts.get("softmax")
@@ -68,17 +77,19 @@ def print_params(cfg: dict) -> int:
 
 
 def train(cfg: dict, args) -> int:
-    from attnlab.attention import check_variant
-    from attnlab.config import cell_slice
-    from attnlab.data import fetch_corpus
-    from attnlab.train import check_lr, configure_runtime, run_cell
+    """Check the cell and --out first: nothing is fetched or computed for a command that would be refused."""
+    from attnlab.core.config import cell_slice
+    from attnlab.core.corpus import fetch_corpus
+    from attnlab.core.fingerprint import training_fingerprint
+    from attnlab.training.bundle_writer import check_out_dir
+    from attnlab.training.train import check_cell, configure_runtime, run_cell
 
-    check_variant(args.variant)  # before any download or compute
-    check_lr(args.lr)
-    configure_runtime(cfg["train"]["threads"], args.compile_cache)
+    check_cell(args.variant, args.lr, args.seed)
+    check_out_dir(args.out, args.variant, args.lr, args.seed)
+    configure_runtime(args.threads, args.compile_cache)
     corpus = fetch_corpus(cfg["data"], args.corpus)
     run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,
-             checkpoint_dir=args.checkpoint_dir)
+             checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant))
     return 0
 
 

@@ -2,10 +2,10 @@ rule collect_tables:
     input:
         known=known_cells,
         auto=auto_cells,
-        src=src_closure("attnlab.tables"),
     output:
         tables=TABLES,
     params:
+        code=pipeline_code("attnlab.pipeline.tables"),
         grid=grid_json,
         out="results/tables",
     log:
@@ -13,4 +13,4 @@ rule collect_tables:
     message:
         "Collecting every bundle into tables"
     shell:
-        "python -m attnlab.tables collect --grid {params.grid} --out {params.out} {input.known} {input.auto} > {log} 2>&1"
+        "python -m attnlab.pipeline.tables collect --grid {params.grid} --out {params.out} {input.known} {input.auto} > {log} 2>&1"

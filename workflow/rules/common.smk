@@ -1,11 +1,8 @@
-import ast
 import json
 import os
 import shlex
 import sys
 from pathlib import Path
-
-from snakemake.utils import validate
 
 REPO = Path(workflow.basedir)
 SRC = REPO / "src"
@@ -13,25 +10,41 @@ SRC = REPO / "src"
 sys.path.insert(0, str(SRC))
 os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), os.environ.get("PYTHONPATH", "")) if p)
 
-from attnlab import config as attnlab_config  # noqa: E402
-from attnlab.attention import variant_module  # noqa: E402
-from attnlab.bundle import format_lr  # noqa: E402
+# Pipeline side only: nothing here loads JAX, so a dry run answers in about a second.
+from attnlab.core import config as attnlab_config  # noqa: E402
+from attnlab.core import fingerprint as code  # noqa: E402
+from attnlab.core.errors import ConfigError  # noqa: E402
+from attnlab.pipeline import grid as attnlab_grid  # noqa: E402
+from attnlab.pipeline import paths  # noqa: E402
 
-validate(config, schema="../schemas/config.schema.yaml", set_default=True)
+
+# ---- one config path: the file's own values over the schema's defaults, read by the project's loader
+#
+# The Snakefile has no `configfile:` directive, because Snakemake would merge a --configfile over it
+# and the same file would mean something else here than to `attnlab train --config`. The chosen file
+# is loaded and validated by attnlab.core.config (the schema is workflow/schemas/config.schema.yaml).
+
+
+def chosen_config_file():
+    given = list(workflow.overwrite_configfiles or [])
+    if len(given) > 1:
+        raise WorkflowError(f"give one --configfile, not {len(given)}: a config file is read whole, never merged")
+    return Path(given[0]) if given else REPO / "config" / "default.yaml"
+
+
+if workflow.config_settings.config:
+    raise WorkflowError("--config KEY=VALUE overrides are not supported: write the values into a copy of the "
+                        "config file and pass it with --configfile")
 try:
-    attnlab_config.check_semantics(config, "config")
-except attnlab_config.ConfigError as err:
+    CONFIG_FILE = chosen_config_file()
+    config = attnlab_config.load_config(CONFIG_FILE)
+except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
-RESULTS = Path("results")
-CORPUS = RESULTS / "data" / "corpus.txt"
-COMPILE_CACHE = RESULTS / "jax-cache"
 TABLE_NAMES = [
     "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init",
 ]
-TABLES = [str(RESULTS / "tables" / "runs.csv")] + [
-    str(RESULTS / "tables" / f"{name}.{ext}") for name in TABLE_NAMES for ext in ("csv", "md", "tex")
-]
+TABLES = [str(paths.RUNS_TABLE)] + [str(paths.table(name, ext)) for name in TABLE_NAMES for ext in ("csv", "md", "tex")]
 
 wildcard_constraints:
     variant="[a-z][a-z0-9_]*",
@@ -39,58 +52,24 @@ wildcard_constraints:
     seed="[0-9]+",
 
 
-# ---- inputs derived from the import graph: a rule reruns only when code it imports changes
+# ---- code fingerprints: a rule reruns when the behaviour of code it imports changes (attnlab.core.fingerprint)
 
 
-def module_file(mod):
-    """Source file of an attnlab module or package."""
-    path = SRC.joinpath(*mod.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+def pipeline_code(*modules):
+    """Fingerprint of pipeline-side modules and what they import."""
+    return code.fingerprint(*modules, src=SRC)
 
 
-def imported_modules(mod):
-    """attnlab modules imported anywhere in `mod`'s source, parent packages included."""
-    tree = ast.parse(module_file(mod).read_text())
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = node.module
-            if node.level:
-                base = ".".join(mod.split(".")[: -node.level] + [node.module])
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        for name in names:
-            if name.split(".")[0] == "attnlab" and module_file(name).exists():
-                found.add(name)
-    return found
-
-
-def src_closure(*modules):
-    """Every src file that importing `modules` executes (attnlab only), sorted."""
-    seen, todo = set(), list(modules)
-    while todo:
-        mod = todo.pop()
-        parts = mod.split(".")
-        for i in range(1, len(parts) + 1):
-            name = ".".join(parts[:i])
-            if name not in seen:
-                seen.add(name)
-                todo.extend(imported_modules(name))
-    return sorted(str(module_file(m).relative_to(REPO)) for m in seen)
-
-
-def train_sources(wildcards):
-    return src_closure("attnlab.train", variant_module(wildcards.variant))
+def training_code(wildcards):
+    """Fingerprint of the trainer, the cell's own variant module and its registry line."""
+    return code.training_fingerprint(wildcards.variant, src=SRC)
 
 
 # ---- the grid
 
 
 def cell_bundle(variant, lr, seed):
-    return str(RESULTS / "runs" / variant / f"lr{format_lr(lr)}" / f"seed{seed}")
+    return str(paths.cell_bundle(variant, lr, seed))
 
 
 def selected_lrs():
@@ -105,19 +84,18 @@ def selected_lrs():
 
 def known_cells(wildcards=None):
     """Cells whose LR is known before any training: the sweep and the fixed-LR contest."""
-    grid = attnlab_config.grid(config)
-    return [cell_bundle(v, lr, seed) for v, lr, seed in grid["cells"]]
+    return [cell_bundle(v, lr, seed) for v, lr, seed in attnlab_grid.grid(config)["cells"]]
 
 
 def auto_cells(wildcards=None):
     """Contest cells of 'auto' variants, known once the select_lr checkpoint has run."""
     known = set(known_cells())
-    grid = attnlab_config.grid(config, selected_lrs())
-    return [b for b in (cell_bundle(v, lr, seed) for v, lr, seed in grid["cells"]) if b not in known]
+    cells = attnlab_grid.grid(config, selected_lrs())["cells"]
+    return [b for b in (cell_bundle(v, lr, seed) for v, lr, seed in cells) if b not in known]
 
 
 def grid_json(wildcards=None):
-    return shlex.quote(attnlab_config.to_json(attnlab_config.grid(config, selected_lrs())))
+    return shlex.quote(attnlab_config.to_json(attnlab_grid.grid(config, selected_lrs())))
 
 
 def sweep_cells(wildcards):
@@ -126,6 +104,14 @@ def sweep_cells(wildcards):
 
 def cell_config_json(wildcards=None):
     return shlex.quote(attnlab_config.to_json(attnlab_config.cell_slice(config)))
+
+
+def train_mem_mb(wildcards=None, attempt=1):
+    """Declared memory of one training job, scaled from the model (measured peaks: smoke 0.77 GB,
+    default 0.88 GB, paper 2.94 GB on CPU). Override in a profile: set-resources train_cell:mem_mb=N."""
+    m, t = config["model"], config["train"]
+    attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
+    return int(1000 + 24 * attention_bytes / 2**20) * attempt
 
 
 # Where the corpus comes from travels by environment, not params: a new local path with the same

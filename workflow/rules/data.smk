@@ -1,6 +1,6 @@
 rule fetch_corpus:
     output:
-        corpus=CORPUS,
+        corpus=paths.CORPUS,
     params:
         identity=data_identity,
     log:
@@ -8,4 +8,4 @@ rule fetch_corpus:
     message:
         "Fetching and verifying the corpus"
     shell:
-        "python -m attnlab.data --out {output.corpus} > {log} 2>&1"
+        "python -m attnlab.core.corpus --out {output.corpus} > {log} 2>&1"

@@ -1,12 +1,11 @@
 # One rule per figure. A figure reads tables (and the bundles runs.csv points at), never trains;
-# its inputs are exactly the tables it reads plus the src files it imports, and its params the
-# `figures` config section, so editing one figure module or a colour reruns only figures.
+# its inputs are exactly the tables it reads, its params the fingerprint of the code it imports and
+# the `figures` config section, so editing one figure module or a colour reruns only figures.
 
-FIGURE_DIR = RESULTS / "figures"
-TABLE_DIR = RESULTS / "tables"
-RUNS_TABLE = str(TABLE_DIR / "runs.csv")
-CONTEST_TABLE = str(TABLE_DIR / "contest.csv")
-SWEEP_TABLE = str(TABLE_DIR / "lr_sweep.csv")
+FIGURE_DIR = paths.FIGURES
+RUNS_TABLE = str(paths.RUNS_TABLE)
+CONTEST_TABLE = str(paths.table("contest"))
+SWEEP_TABLE = str(paths.table("lr_sweep"))
 
 FIGURES = [
     str(FIGURE_DIR / name)
@@ -34,7 +33,6 @@ rule figure_loss_curves:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.loss_curves"),
     output:
         png=report(
             str(FIGURE_DIR / "loss_curves.png"),
@@ -47,13 +45,14 @@ rule figure_loss_curves:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.loss_curves"),
         style=figure_style,
     log:
         "results/logs/figures/loss_curves.log",
     message:
         "Drawing the contest runs' validation-loss curves (still and animated)"
     shell:
-        "python -m attnlab.figures.loss_curves --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.loss_curves --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} --gif {output.gif} > {log} 2>&1"
 
 
@@ -61,7 +60,6 @@ rule figure_lr_sweep:
     input:
         sweep=SWEEP_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.lr_sweep"),
     output:
         png=report(
             str(FIGURE_DIR / "lr_sweep.png"),
@@ -69,13 +67,14 @@ rule figure_lr_sweep:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.lr_sweep"),
         style=figure_style,
     log:
         "results/logs/figures/lr_sweep.log",
     message:
         "Drawing best validation loss against learning rate"
     shell:
-        "python -m attnlab.figures.lr_sweep --sweep {input.sweep} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.lr_sweep --sweep {input.sweep} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
 
 
@@ -83,7 +82,6 @@ rule figure_depth_grid:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.depth_grid"),
     output:
         png=report(
             str(FIGURE_DIR / "depth_grid.png"),
@@ -91,13 +89,14 @@ rule figure_depth_grid:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.depth_grid"),
         style=figure_style,
     log:
         "results/logs/figures/depth_grid.log",
     message:
         "Drawing trained attention maps through depth"
     shell:
-        "python -m attnlab.figures.depth_grid --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.depth_grid --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
 
 
@@ -105,7 +104,6 @@ rule figure_training_maps:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.training_maps"),
     output:
         png=report(
             str(FIGURE_DIR / "training_maps.png"),
@@ -113,13 +111,14 @@ rule figure_training_maps:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.training_maps"),
         style=figure_style,
     log:
         "results/logs/figures/training_maps.log",
     message:
         "Drawing one head's attention map at the four training checkpoints"
     shell:
-        "python -m attnlab.figures.training_maps --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.training_maps --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
 
 
@@ -127,7 +126,6 @@ rule figure_reading:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.reading"),
     output:
         gif=report(
             str(FIGURE_DIR / "reading.gif"),
@@ -135,19 +133,19 @@ rule figure_reading:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.reading"),
         style=figure_style,
     log:
         "results/logs/figures/reading.log",
     message:
         "Animating one head reading the window (softmax above the kernel)"
     shell:
-        "python -m attnlab.figures.reading --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.reading --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.gif} > {log} 2>&1"
 
 
 rule figure_score_orbit:
     input:
-        src=src_closure("attnlab.figures.score_orbit"),
     output:
         gif=report(
             str(FIGURE_DIR / "score_orbit.gif"),
@@ -155,20 +153,20 @@ rule figure_score_orbit:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.score_orbit"),
         style=figure_style,
     log:
         "results/logs/figures/score_orbit.log",
     message:
         "Animating the bilinear and Yat scores of an orbiting query (analytic, no runs)"
     shell:
-        "python -m attnlab.figures.score_orbit --style {params.style} --out {output.gif} > {log} 2>&1"
+        "python -m attnlab.pipeline.figures.score_orbit --style {params.style} --out {output.gif} > {log} 2>&1"
 
 
 rule figure_scalars:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.scalars"),
     output:
         png=report(
             str(FIGURE_DIR / "scalars.png"),
@@ -176,13 +174,14 @@ rule figure_scalars:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.scalars"),
         style=figure_style,
     log:
         "results/logs/figures/scalars.log",
     message:
         "Drawing yat_b's learned b and epsilon per layer and head"
     shell:
-        "python -m attnlab.figures.scalars --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.scalars --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
 
 
@@ -190,7 +189,6 @@ rule figure_a3_gates:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.a3_gates"),
     output:
         png=report(
             str(FIGURE_DIR / "a3_gates.png"),
@@ -198,13 +196,14 @@ rule figure_a3_gates:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.a3_gates"),
         style=figure_style,
     log:
         "results/logs/figures/a3_gates.log",
     message:
         "Drawing the A3 gate and bias per layer and head"
     shell:
-        "python -m attnlab.figures.a3_gates --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.a3_gates --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
 
 
@@ -212,7 +211,6 @@ rule figure_entropy:
     input:
         runs=RUNS_TABLE,
         contest=CONTEST_TABLE,
-        src=src_closure("attnlab.figures.entropy"),
     output:
         png=report(
             str(FIGURE_DIR / "entropy.png"),
@@ -220,11 +218,12 @@ rule figure_entropy:
             category="Figures",
         ),
     params:
+        code=pipeline_code("attnlab.pipeline.figures.entropy"),
         style=figure_style,
     log:
         "results/logs/figures/entropy.log",
     message:
         "Drawing the attention-entropy distributions"
     shell:
-        "python -m attnlab.figures.entropy --runs {input.runs} --contest {input.contest} "
+        "python -m attnlab.pipeline.figures.entropy --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"

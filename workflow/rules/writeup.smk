@@ -6,11 +6,11 @@ rule writeup:
         notebook="notebooks/writeup.py",
         tables=TABLES,
         figures=FIGURES,
-        src=src_closure("attnlab.claims", "attnlab.report"),
-        published="src/attnlab/published.yaml",
     output:
         notebook="results/writeup/writeup.ipynb",
         html="results/writeup/writeup.html",
+    params:
+        code=pipeline_code("attnlab.pipeline.claims", "attnlab.pipeline.report"),
     log:
         "results/logs/writeup.log",
     message:

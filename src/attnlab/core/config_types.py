@@ -1,0 +1,80 @@
+"""Typed views of a validated config slice: what a training cell is built from.
+
+Kept apart from the loader (attnlab.core.config) on purpose: training imports
+only these, so rewording a config error message changes no training cell's
+code fingerprint and retrains nothing.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    vocab_size: int  # characters in the corpus (65 for tinyshakespeare)
+    d_model: int  # residual width
+    layers: int  # transformer blocks
+    heads: int  # attention heads per block; d_model must divide evenly
+    block_size: int  # context length T
+    d_ff: int  # hidden width of the GELU MLP
+    dropout: float  # on the attention weights and on the MLP output (the seed's two sites)
+    variant: str  # key into attnlab.core.variants.VARIANTS
+    a3_embed_dim: int | None = None  # A3's layer/head embedding width (default d_head)
+    dropout_masks: str = "bits16"  # "bits16" (fast, see attnlab.training.masks) or "bernoulli"
+
+    @property
+    def d_head(self) -> int:
+        return self.d_model // self.heads
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    steps: int  # optimiser steps
+    batch_size: int  # sequences per step (and per held-out batch)
+    eval_every: int  # steps between validation evaluations
+    eval_batches: int  # fixed held-out batches per evaluation
+    weight_decay: float  # AdamW weight decay
+    checkpoint_every: int  # steps between resumable checkpoints
+    diverge_loss: float  # training loss ceiling; above it (or non-finite) the cell stops
+
+
+@dataclass(frozen=True)
+class TelemetryConfig:
+    snapshot_fractions: tuple[float, ...]  # when the fixed window's attention maps are stored
+    entropy_min_keys: int  # rows with fewer visible keys stay out of the entropy statistics
+    window_offset: int | None  # None: the seed's fixed window; else a start inside the validation split
+    batches: int  # held-out telemetry batches for the final probe
+
+
+def model_config(cfg: dict, variant: str, vocab_size: int) -> ModelConfig:
+    m = cfg["model"]
+    return ModelConfig(
+        vocab_size=vocab_size, d_model=m["d_model"], layers=m["layers"], heads=m["heads"],
+        block_size=m["block_size"], d_ff=m["d_ff"], dropout=float(m["dropout"]), variant=variant,
+        a3_embed_dim=m.get("a3_embed_dim"),
+    )
+
+
+def train_config(cfg: dict) -> TrainConfig:
+    t = cfg["train"]
+    return TrainConfig(
+        steps=t["steps"], batch_size=t["batch_size"], eval_every=t["eval_every"], eval_batches=t["eval_batches"],
+        weight_decay=float(t["weight_decay"]), checkpoint_every=t.get("checkpoint_every") or t["eval_every"],
+        diverge_loss=float(t["diverge_loss"]),
+    )
+
+
+def telemetry_config(cfg: dict) -> TelemetryConfig:
+    t = cfg["telemetry"]
+    return TelemetryConfig(
+        snapshot_fractions=tuple(float(f) for f in t["snapshot_fractions"]),
+        entropy_min_keys=t["entropy_min_keys"], window_offset=t.get("window_offset"),
+        batches=t.get("batches") or cfg["train"]["eval_batches"],
+    )
+
+
+def to_json(obj) -> str:
+    """Compact, key-sorted JSON: the form config slices travel in (and are compared as params)."""
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))

@@ -1,0 +1,11 @@
+"""Numbers the variants' definitions fix, stated once (design.md and the seed script give them)."""
+
+from __future__ import annotations
+
+import math
+
+A3_GATE_BIAS_INIT = 3.0  # b_g at init, so every gate starts at sigmoid(3)
+A3_INIT_INVERSE_TEMPERATURE = 1.0 / (1.0 + math.exp(-A3_GATE_BIAS_INIT))  # sigmoid(3) = 0.9526
+YAT_FROZEN_EPS = 1.0  # yat's epsilon (b = 0); yat_b learns both
+KERNEL_NORMALISER_EPS = 1e-9  # the seed's kappa / (mass + 1e-9)
+TINYSHAKESPEARE_VOCAB = 65  # distinct characters in the corpus: parameter counts assume it

@@ -1,0 +1,65 @@
+"""Telemetry definitions shared by the bundle writer and the tables: AUROC, entropy shares, summaries.
+
+numpy only: the probe arrays come in from attnlab.training.probe; the tables
+and figures read the same thresholds from here.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+SHARP_BELOW = 0.3  # a row with normalised entropy below this is "sharp"
+DIFFUSE_ABOVE = 0.8  # ... above this, "diffuse"
+ENTROPY_BINS = 50
+
+
+def mass_auroc(mass: np.ndarray, correct: np.ndarray) -> float:
+    """Probability a correct token's mass outranks an incorrect one's (ties count half)."""
+    mass, correct = np.ravel(mass), np.ravel(correct).astype(bool)
+    n_pos, n_neg = int(correct.sum()), int((~correct).sum())
+    if n_pos == 0 or n_neg == 0:
+        return float("nan")
+    ranks = pd.Series(mass).rank(method="average").to_numpy()
+    return float((ranks[correct].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:
+    """Scalars for bundle.json from the probe arrays stacked over held-out batches."""
+    entropy = arrays["entropy"]  # (N, L, B, H, T)
+    per_layer = [entropy[:, layer][np.isfinite(entropy[:, layer])] for layer in range(entropy.shape[1])]
+    every_row = np.concatenate(per_layer)
+    per_head = np.nanmean(entropy, axis=(0, 2, 4))  # (L, H)
+    summary = {
+        "max_score_per_layer": arrays["max_score"].max(axis=0).tolist(),
+        "max_score": float(arrays["max_score"].max()),
+        "mean_max_score_per_layer": arrays["max_score"].mean(axis=0).tolist(),
+        "accuracy": float(arrays["correct"].mean()),
+        "entropy": {
+            "mean": float(every_row.mean()),
+            "share_sharp": float((every_row < SHARP_BELOW).mean()),
+            "share_diffuse": float((every_row > DIFFUSE_ABOVE).mean()),
+            "mean_per_layer": [float(x.mean()) for x in per_layer],
+            "mean_per_layer_head": per_head.tolist(),
+            "rows": int(every_row.size),
+        },
+    }
+    if "mass" in arrays:
+        summary["mass_auroc"] = mass_auroc(arrays["mass"], arrays["correct"])
+        summary["mass_mean"] = float(arrays["mass"].mean())
+    if "gate_sum" in arrays:
+        count = arrays["correct"].shape[0] * tokens_per_batch
+        for name in ("gate", "bias"):
+            mean = arrays[f"{name}_sum"].sum(0) / count
+            var = np.maximum(arrays[f"{name}_sq"].sum(0) / count - mean**2, 0.0)
+            summary[f"a3_{name}_mean"] = mean.tolist()
+            summary[f"a3_{name}_std"] = np.sqrt(var).tolist()
+    return summary
+
+
+def entropy_histograms(entropy: np.ndarray) -> np.ndarray:
+    """(L, bins) counts of normalised row entropy over [0, 1], for the entropy figure."""
+    edges = np.linspace(0.0, 1.0, ENTROPY_BINS + 1)
+    return np.stack(
+        [np.histogram(np.clip(e[np.isfinite(e)], 0, 1), bins=edges)[0] for e in np.moveaxis(entropy, 1, 0)]
+    )

@@ -1,0 +1,78 @@
+"""Read a bundle only if it is whole: every reader goes through here, and every file's hash is checked."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, BundleError,
+                                        manifest_name_is_inside, sha256_file)
+
+
+def read_bundle(path: Path) -> dict:
+    """The bundle.json of a complete bundle, after checking every file it lists."""
+    folder, summary = _read_manifest(path)
+    for name in summary["files"]:
+        _check_file(folder, summary, name)
+    summary["path"] = str(folder)
+    return summary
+
+
+def read_curve(folder: Path) -> pd.DataFrame:
+    """curve.csv, after checking its hash against bundle.json."""
+    return pd.read_csv(verified_file(folder, "curve.csv"))
+
+
+def read_arrays(folder: Path, name: str) -> dict[str, np.ndarray]:
+    """telemetry.npz or attention.npz as plain arrays, hash-checked, never unpickled."""
+    with np.load(verified_file(folder, name), allow_pickle=False) as data:
+        return {key: data[key] for key in data.files}
+
+
+def verified_file(folder: Path, name: str) -> Path:
+    """The path of one listed bundle file whose sha256 matches bundle.json."""
+    folder, summary = _read_manifest(folder)
+    if name not in summary["files"]:
+        raise BundleError(f"bundle {folder} does not list {name}; delete the folder and rerun that cell")
+    return _check_file(folder, summary, name)
+
+
+def _read_manifest(path: Path) -> tuple[Path, dict]:
+    path = Path(path)
+    folder = path.parent if path.name == BUNDLE_FILE else path
+    summary_file = folder / BUNDLE_FILE
+    if not summary_file.is_file():
+        raise BundleError(f"missing bundle file {summary_file}; rerun that cell (snakemake will)")
+    try:
+        summary = json.loads(summary_file.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise BundleError(f"corrupt bundle file {summary_file}: {err}; delete the folder and rerun") from None
+    if not isinstance(summary, dict):
+        raise BundleError(f"corrupt bundle file {summary_file}: not a JSON object; delete the folder and rerun")
+    missing = [key for key in REQUIRED_KEYS if key not in summary]
+    if missing:
+        raise BundleError(f"bundle file {summary_file} lacks {', '.join(missing)}; delete the folder and rerun")
+    files = summary["files"]
+    if not isinstance(files, dict):
+        raise BundleError(f"bundle file {summary_file}: 'files' is not a mapping; delete the folder and rerun")
+    outside = [name for name in files if not manifest_name_is_inside(name)]
+    if outside:
+        raise BundleError(f"bundle file {summary_file} lists paths outside its folder ({', '.join(outside)}); "
+                          "a bundle may only name its own files: delete the folder and rerun")
+    unlisted = [name for name in DATA_FILES if name not in files]
+    if unlisted or not any(name.startswith("params/") for name in files):
+        raise BundleError(f"bundle file {summary_file} does not list {', '.join(unlisted) or 'params/'}; "
+                          "delete the folder and rerun")
+    return folder, summary
+
+
+def _check_file(folder: Path, summary: dict, name: str) -> Path:
+    file = folder / name
+    if file.is_symlink() or not file.is_file():
+        raise BundleError(f"missing bundle file {file}; delete {folder} and rerun")
+    if sha256_file(file) != summary["files"][name]:
+        raise BundleError(f"corrupt bundle file {file} (sha256 differs from bundle.json); delete {folder} and rerun")
+    return file

@@ -1,0 +1,132 @@
+"""Validation-loss curves of the contest runs (every seed, each variant at its contest LR), still and animated."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+from matplotlib.lines import Line2D
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline.bundle_reader import read_curve
+from attnlab.pipeline.figures import (LOSS_LABEL, cli, contest_cells, empty_note, new_figure, parse_style, read_tables,
+                             save_figure, save_gif, variant_color, variant_order)
+
+SEED_STYLES = ("-", "--", ":", "-.")
+
+
+def load_curves(runs, contest) -> list[dict]:
+    """One entry per contest cell: its identity, colour key and validation curve."""
+    curves = []
+    for row in contest_cells(runs, contest).itertuples():
+        curve = read_curve(row.path).dropna(subset=["val_loss"])
+        curves.append({"variant": row.variant, "lr": float(row.lr), "seed": int(row.seed),
+                       "diverged": bool(row.diverged), "diverged_step": row.diverged_step,
+                       "step": curve.step.to_numpy(), "val": curve.val_loss.to_numpy()})
+    return curves
+
+
+def _legend(ax, curves, order, style):
+    seeds = sorted({c["seed"] for c in curves})
+    handles = []
+    for variant in [v for v in order if any(c["variant"] == v for c in curves)]:
+        mine = [c for c in curves if c["variant"] == variant]
+        handles.append(Line2D([], [], color=variant_color(style, variant, order), lw=2,
+                              label=f"{variant} (lr {format_lr(mine[0]['lr'])}, {len(mine)} seeds)"))
+    handles += [Line2D([], [], color="0.3", ls=SEED_STYLES[i % len(SEED_STYLES)], label=f"seed {s}")
+                for i, s in enumerate(seeds)]
+    if any(c["diverged"] for c in curves):
+        handles.append(Line2D([], [], color="0.3", marker="x", ls="none", markersize=8, label="diverged here"))
+    ax.legend(handles=handles, fontsize=8, loc="upper right")
+
+
+def _plot(ax, curves, order, style, upto=None):
+    seeds = sorted({c["seed"] for c in curves})
+    for c in curves:
+        keep = c["step"] <= upto if upto is not None else np.ones_like(c["step"], dtype=bool)
+        color = variant_color(style, c["variant"], order)
+        ax.plot(c["step"][keep], c["val"][keep], color=color, lw=1.6, alpha=0.9,
+                ls=SEED_STYLES[seeds.index(c["seed"]) % len(SEED_STYLES)])
+        if c["diverged"] and keep.any() and keep.all():
+            ax.plot(c["step"][-1], c["val"][-1], marker="x", color=color, markersize=9, mew=2)
+
+
+def _zoom_limits(curves) -> tuple[float, float, float]:
+    """x start and y range of the late-training panel: the second half of training."""
+    last = max(c["step"].max() for c in curves)
+    late = np.concatenate([c["val"][c["step"] >= last / 2] for c in curves])
+    late = late[np.isfinite(late)]
+    if late.size == 0:
+        return last / 2, 0.0, 1.0
+    pad = max(0.02 * (late.max() - late.min()), 1e-3)
+    return last / 2, late.min() - pad, late.max() + pad
+
+
+def draw(curves: list[dict], order: list[str], style: dict):
+    fig, (full, zoom) = new_figure(style, 12, 4.6, ncols=2, gridspec_kw={"width_ratios": [1.2, 1]})
+    if not curves:
+        empty_note(full, "no contest runs in runs.csv")
+        empty_note(zoom, "")
+        return fig
+    _plot(full, curves, order, style)
+    _plot(zoom, curves, order, style)
+    x0, lo, hi = _zoom_limits(curves)
+    zoom.set_xlim(x0, max(c["step"].max() for c in curves))
+    zoom.set_ylim(lo, hi)
+    full.set_title("whole run")
+    zoom.set_title("second half of training (zoomed)")
+    for ax in (full, zoom):
+        ax.set_xlabel("training step")
+        ax.set_ylabel(LOSS_LABEL)
+        ax.grid(alpha=0.3)
+    _legend(full, curves, order, style)
+    fig.suptitle("Validation loss of the contest runs: every seed, each variant at its contest LR")
+    fig.tight_layout()
+    return fig
+
+
+def draw_animation(curves: list[dict], order: list[str], style: dict):
+    """The figure and an update(frame) that reveals the curves up to a growing step."""
+    fig, ax = new_figure(style, 8, 4.8)
+    if not curves:
+        empty_note(ax, "no contest runs in runs.csv")
+        return fig, lambda i: None, 1
+    last = max(c["step"].max() for c in curves)
+    first = min(c["step"].min() for c in curves)
+    values = np.concatenate([c["val"] for c in curves])
+    values = values[np.isfinite(values)]
+    pad = 0.03 * (values.max() - values.min() + 1e-9)
+    n_frames = max(2, int(style["gif_frames"]))
+    shown = np.linspace(first, last, n_frames)
+
+    def update(i):
+        ax.clear()
+        _plot(ax, curves, order, style, upto=shown[i])
+        ax.set_xlim(first, last)
+        ax.set_ylim(values.min() - pad, values.max() + pad)
+        ax.set_xlabel("training step")
+        ax.set_ylabel(LOSS_LABEL)
+        ax.grid(alpha=0.3)
+        _legend(ax, curves, order, style)
+        ax.set_title(f"Contest runs' validation loss, step {int(shown[i])} of {int(last)}")
+
+    return fig, update, n_frames
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = cli(__doc__)
+    parser.add_argument("--gif", required=True, help="path of the animated version")
+    args = parser.parse_args(argv)
+    style = parse_style(args.style)
+    runs, contest = read_tables(args.runs, args.contest)
+    order = variant_order(contest, runs)
+    curves = load_curves(runs, contest)
+    save_figure(draw(curves, order, style), args.out, style["dpi"])
+    fig, update, n_frames = draw_animation(curves, order, style)
+    save_gif(fig, update, n_frames, args.gif)
+    print(f"wrote {args.out} and {args.gif} ({len(curves)} runs)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,32 @@
+"""The cells to train: the contest united with the LR sweep, each cell once."""
+
+from __future__ import annotations
+
+from attnlab.core.config import AUTO
+
+
+def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
+    """The cells to train: the contest united with the LR sweep, each once.
+
+    A contest LR of 'auto' resolves through selected_lr (the sweep's best);
+    unresolved auto variants contribute only their sweep cells.
+    """
+    selected_lr = selected_lr or {}
+    contest_lr = {}
+    for variant in cfg["variants"]:
+        lr = cfg["contest"]["lr"][variant]
+        if lr == AUTO:
+            lr = selected_lr.get(variant)
+        if lr is not None:
+            contest_lr[variant] = float(lr)
+    cells = {(v, float(lr), cfg["sweep"]["seed"]) for v in cfg["variants"] for lr in cfg["sweep"]["lrs"]}
+    cells |= {(v, lr, seed) for v, lr in contest_lr.items() for seed in cfg["contest"]["seeds"]}
+    return {
+        "cells": sorted(cells),
+        "contest_lr": contest_lr,
+        "contest_seeds": list(cfg["contest"]["seeds"]),
+        "sweep_lrs": [float(x) for x in cfg["sweep"]["lrs"]],
+        "sweep_seed": cfg["sweep"]["seed"],
+        "variants": list(cfg["variants"]),
+        "protocol": cfg["name"],
+    }

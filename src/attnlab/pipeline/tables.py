@@ -1,0 +1,319 @@
+"""Every bundle into pandas tables: runs, contest, LR sweep, parameters (csv, md, tex).
+
+Tables read bundles and never recompute what a bundle already holds. A
+missing or corrupt bundle stops the collection with its path: no cell is
+dropped silently.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from attnlab.core.bundle_format import BundleError, format_lr
+from attnlab.pipeline.bundle_reader import read_arrays, read_bundle
+from attnlab.core.io import atomic_write_json, atomic_write_text
+
+SCALAR_TYPES = (int, float, bool, str, type(None))
+
+
+def load_runs(bundle_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
+    """One row per cell with every scalar of its bundle (nested keys joined by '.')."""
+    bundles = [read_bundle(Path(d)) for d in bundle_dirs]
+    rows = [flatten({k: v for k, v in b.items() if k not in ("files",)}) for b in bundles]
+    runs = pd.DataFrame(rows)
+    if not runs.empty:
+        runs = runs.sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
+    return runs, bundles
+
+
+def flatten(obj: dict, prefix: str = "") -> dict:
+    flat = {}
+    for key, value in obj.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(flatten(value, f"{name}."))
+        elif isinstance(value, SCALAR_TYPES):
+            flat[name] = value
+    return flat
+
+
+def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
+    """The rows of one variant's contest: its contest LR, the contest seeds."""
+    lr = grid["contest_lr"].get(variant)
+    if lr is None:
+        return runs.iloc[0:0]
+    return runs[(runs.variant == variant) & np.isclose(runs.lr, lr) & runs.seed.isin(grid["contest_seeds"])]
+
+
+def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char."""
+    rows = []
+    for variant in grid["variants"]:
+        lr = grid["contest_lr"].get(variant)
+        cells = contest_cells(runs, grid, variant)
+        if cells.empty:
+            continue
+        best = cells.best_val_loss.to_numpy(dtype=float)
+        rows.append({
+            "variant": variant,
+            "lr": format_lr(lr),
+            "n_seeds": len(cells),
+            "best_val_mean": best.mean(),
+            "best_val_std": best.std(ddof=0),
+            "bpc_mean": best.mean() / np.log(2),
+            "n_diverged": int(cells.diverged.sum()),
+            "n_params": int(cells.n_params.iloc[0]),
+            "seeds": " ".join(str(s) for s in sorted(cells.seed)),
+        })
+    return pd.DataFrame(rows)
+
+
+def sweep_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Long form: variant, lr, best validation loss, diverged flag and step, at the sweep seed."""
+    cells = runs[runs.seed == grid["sweep_seed"]]
+    cells = cells[cells.lr.apply(lambda lr: any(np.isclose(lr, grid["sweep_lrs"])))]
+    columns = ["variant", "lr", "best_val_loss", "final_val_loss", "diverged", "diverged_step"]
+    return cells[columns].sort_values(["variant", "lr"]).reset_index(drop=True)
+
+
+def sweep_display(sweep: pd.DataFrame) -> pd.DataFrame:
+    """LR rows x variant columns; a diverged cell reads 'diverged @ step', not as a number."""
+    def cell(row):
+        if row.diverged:
+            return f"diverged @ {int(row.diverged_step)}"
+        return f"{row.best_val_loss:.4f}"
+    shown = sweep.assign(value=sweep.apply(cell, axis=1))
+    wide = shown.pivot(index="lr", columns="variant", values="value").sort_index()  # numeric LR order
+    wide.index = wide.index.map(format_lr)
+    return wide.reset_index()
+
+
+def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "variant": contest.variant,
+        "LR": contest.lr,
+        "seeds": contest.n_seeds,
+        "best-val (nats/char)": [f"{m:.4f} ± {s:.4f}" for m, s in zip(contest.best_val_mean, contest.best_val_std)],
+        "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
+        "diverged": contest.n_diverged,
+    })
+
+
+def params_table(runs: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
+    counts = runs.groupby("variant").n_params.first().reindex([v for v in variants if v in set(runs.variant)])
+    base = counts.get("softmax", np.nan)
+    return pd.DataFrame({"variant": counts.index, "n_params": counts.values,
+                         "vs_softmax": counts.values - base})
+
+
+def write_table(df: pd.DataFrame, stem: Path, display: pd.DataFrame | None = None) -> None:
+    """stem.csv holds the numbers; stem.md and stem.tex the human form."""
+    stem = Path(stem)
+    shown = (df if display is None else display).map(_human)
+    atomic_write_text(stem.with_suffix(".csv"), df.to_csv(index=False))
+    atomic_write_text(stem.with_suffix(".md"), shown.to_markdown(index=False, disable_numparse=True) + "\n")
+    atomic_write_text(stem.with_suffix(".tex"), shown.to_latex(index=False, escape=True))
+
+
+def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -> dict:
+    """score_scale, mass_auroc, entropy, scalars, a3_gates: (numbers, display) per table.
+
+    All from the contest cells' bundle.json; nothing is recomputed from arrays
+    except the A3-at-init comparison, which needs two bundles side by side.
+    """
+    contest = {v: [bundles[p] for p in contest_cells(runs, grid, v).path] for v in grid["variants"]}
+    score_rows, auroc_rows, entropy_rows, scalar_rows, gate_rows = [], [], [], [], []
+    for variant, cells in contest.items():
+        for b in cells:
+            tel = b["telemetry"]
+            for layer, (mean_max, top) in enumerate(zip(tel["mean_max_score_per_layer"], tel["max_score_per_layer"])):
+                score_rows.append({"variant": variant, "seed": b["seed"], "layer": layer,
+                                   "mean_max_score": mean_max, "max_score": top})
+            if "mass_auroc" in tel:
+                auroc_rows.append({"variant": variant, "seed": b["seed"], "mass_auroc": tel["mass_auroc"]})
+            ent = tel["entropy"]
+            entropy_rows.append({"variant": variant, "seed": b["seed"], "mean": ent["mean"],
+                                 "share_below_0.3": ent["share_sharp"], "share_above_0.8": ent["share_diffuse"]})
+            for layer, per_head in enumerate(ent["mean_per_layer_head"]):
+                for head, value in enumerate(per_head):
+                    gate_rows.append({"variant": variant, "seed": b["seed"], "layer": layer, "head": head,
+                                      "entropy": value,
+                                      "gate_mean": _at(tel.get("a3_gate_mean"), layer, head),
+                                      "gate_std": _at(tel.get("a3_gate_std"), layer, head),
+                                      "bias_mean": _at(tel.get("a3_bias_mean"), layer, head),
+                                      "bias_std": _at(tel.get("a3_bias_std"), layer, head)})
+            for name, values in b.get("learned", {}).items():
+                for layer, per_head in enumerate(values):
+                    for head, value in enumerate(per_head):
+                        scalar_rows.append({"variant": variant, "seed": b["seed"], "layer": layer,
+                                            "head": head, "scalar": name, "value": value})
+    score = pd.DataFrame(score_rows, columns=["variant", "seed", "layer", "mean_max_score", "max_score"])
+    auroc = pd.DataFrame(auroc_rows, columns=["variant", "seed", "mass_auroc"])
+    entropy = pd.DataFrame(entropy_rows, columns=["variant", "seed", "mean", "share_below_0.3", "share_above_0.8"])
+    scalars = pd.DataFrame(scalar_rows, columns=["variant", "seed", "layer", "head", "scalar", "value"])
+    gates = pd.DataFrame(gate_rows, columns=["variant", "seed", "layer", "head", "entropy", "gate_mean",
+                                             "gate_std", "bias_mean", "bias_std"])
+    init = a3_init_table(contest)
+    return {
+        "a3_init": (init, None),
+        "score_scale": (score, _score_display(score)),
+        "mass_auroc": (auroc, _auroc_display(auroc)),
+        "entropy": (entropy, _mean_by_variant(entropy, ["mean", "share_below_0.3", "share_above_0.8"])),
+        "scalars": (scalars, _scalars_display(scalars)),
+        "a3_gates": (gates[gates.variant.isin(["a3", "softmax"])], _gates_display(gates)),
+    }
+
+
+def a3_init_table(contest: dict[str, list[dict]]) -> pd.DataFrame:
+    """A3 at step 0 against softmax at step 0 of the same seed, first layer.
+
+    Both models start from identical skeleton weights, so their first layer sees
+    the same scores S (deeper layers see inputs that already differ). From
+    softmax's weights w = softmax(S), softmax(sigmoid(3) * log w) is softmax at
+    temperature 1/sigmoid(3) of the same S: A3 at init should match that, not w.
+    Also A3's worst row-sum error over all snapshots and layers.
+    """
+    columns = ["seed", "max_diff_vs_softmax", "max_diff_vs_tempered_softmax", "max_row_sum_error"]
+    soft = {b["seed"]: b for b in contest.get("softmax", [])}
+    rows = []
+    for b in contest.get("a3", []):
+        if b["seed"] not in soft:
+            continue
+        a3 = read_arrays(Path(b["path"]), "attention.npz")["weights"].astype(np.float64)
+        sm = read_arrays(Path(soft[b["seed"]]["path"]), "attention.npz")["weights"].astype(np.float64)
+        a3_first, sm_first = a3[0, 0], sm[0, 0]  # step 0, layer 0: (heads, T, T)
+        mask = np.tril(np.ones(sm.shape[-2:], dtype=bool))
+        logits = np.where(mask, np.log(np.where(mask, np.maximum(sm_first, 1e-30), 1.0)), -np.inf)
+        tempered = logits * (1.0 / (1.0 + np.exp(-3.0)))
+        tempered = np.exp(tempered - tempered.max(-1, keepdims=True))
+        tempered /= tempered.sum(-1, keepdims=True)
+        rows.append({"seed": b["seed"], "max_diff_vs_softmax": float(np.abs(a3_first - sm_first).max()),
+                     "max_diff_vs_tempered_softmax": float(np.abs(a3_first - tempered).max()),
+                     "max_row_sum_error": float(np.abs(a3.sum(-1) - 1.0).max())})
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _at(grid_values, layer, head):
+    return float(grid_values[layer][head]) if grid_values is not None else np.nan
+
+
+def _score_display(score: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for variant, cells in score.groupby("variant", sort=False):
+        per_layer = cells.groupby("layer").mean_max_score.mean()
+        rows.append({"variant": variant,
+                     "per-layer mean of max score": f"{per_layer.min():,.4g} – {per_layer.max():,.4g}",
+                     "max score": f"{cells.max_score.max():,.6g}"})
+    return pd.DataFrame(rows, columns=["variant", "per-layer mean of max score", "max score"])
+
+
+def _auroc_display(auroc: pd.DataFrame) -> pd.DataFrame:
+    rows = [{"variant": v, "per seed": ", ".join(f"{x:.3f}" for x in cells.mass_auroc),
+             "mean": f"{cells.mass_auroc.mean():.3f}"} for v, cells in auroc.groupby("variant", sort=False)]
+    return pd.DataFrame(rows, columns=["variant", "per seed", "mean"])
+
+
+def _mean_by_variant(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    return df.groupby("variant", sort=False)[columns].mean().reset_index()
+
+
+def _scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
+    rows = []
+    for (variant, name), cells in scalars.groupby(["variant", "scalar"], sort=False):
+        mean = cells.groupby(["layer", "head"]).value.mean()
+        rows.append({"variant": variant, "scalar": name, "min": mean.min(), "max": mean.max(),
+                     "per layer x head (seed mean)": "; ".join(
+                         " ".join(f"{mean[(layer, h)]:.2f}" for h in sorted(mean[layer].index))
+                         for layer in sorted(mean.index.get_level_values(0).unique()))})
+    return pd.DataFrame(rows, columns=["variant", "scalar", "min", "max", "per layer x head (seed mean)"])
+
+
+def _gates_display(gates: pd.DataFrame) -> pd.DataFrame:
+    a3 = gates[gates.variant == "a3"]
+    soft = gates[gates.variant == "softmax"].groupby("layer").entropy.mean()
+    rows = []
+    for layer, cells in a3.groupby("layer"):
+        rows.append({"layer": layer, "gate mean": cells.gate_mean.mean(),
+                     "gate spread over heads": cells.groupby("head").gate_mean.mean().std(ddof=0),
+                     "gate std over tokens": cells.gate_std.mean(),
+                     "a3 entropy": cells.entropy.mean(), "softmax entropy": soft.get(layer, np.nan)})
+    return pd.DataFrame(rows, columns=["layer", "gate mean", "gate spread over heads", "gate std over tokens",
+                                       "a3 entropy", "softmax entropy"])
+
+
+def _human(value):
+    """Readable text for a table cell: 4 decimals, thousands separators for large values."""
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (float, np.floating)):
+        return value
+    if not np.isfinite(value):
+        return "–" if np.isnan(value) else str(value)
+    if abs(value) >= 1000:
+        return f"{value:,.0f}"
+    if value == 0 or abs(value) >= 0.01:
+        return f"{value:.4f}"
+    return f"{value:.3g}"
+
+
+def best_lr(bundle_dirs: list[Path]) -> dict:
+    """The sweep LR with the lowest best validation loss among cells that did not diverge."""
+    runs, _ = load_runs(bundle_dirs)
+    healthy = runs[~runs.diverged.astype(bool)] if not runs.empty else runs
+    if healthy.empty:
+        raise BundleError("every sweep cell diverged; no learning rate to select (lower the sweep LRs)")
+    best = healthy.loc[healthy.best_val_loss.idxmin()]
+    return {"variant": best.variant, "lr": float(best.lr), "best_val_loss": float(best.best_val_loss),
+            "candidates": {format_lr(r.lr): r.best_val_loss for r in runs.itertuples()}}
+
+
+def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path) -> dict[str, pd.DataFrame]:
+    runs, bundles = load_runs(bundle_dirs)
+    out_dir = Path(out_dir)
+    atomic_write_text(out_dir / "runs.csv", runs.to_csv(index=False))
+    contest = contest_table(runs, grid)
+    sweep = sweep_table(runs, grid)
+    params = params_table(runs, grid["variants"])
+    write_table(contest, out_dir / "contest", contest_display(contest))
+    write_table(sweep, out_dir / "lr_sweep", sweep_display(sweep))
+    write_table(params, out_dir / "params")
+    tables = {"runs": runs, "contest": contest, "lr_sweep": sweep, "params": params}
+    by_path = {b["path"]: b for b in bundles}
+    telemetry = telemetry_tables(runs, grid, by_path)
+    for name, (table, display) in telemetry.items():
+        write_table(table, out_dir / name, display)
+        tables[name] = table
+    return tables
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Collect bundles into tables, or pick a sweep's best LR.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    c = sub.add_parser("collect")
+    c.add_argument("--grid", required=True, help="JSON grid (attnlab.core.config.grid)")
+    c.add_argument("--out", required=True, type=Path)
+    c.add_argument("bundles", nargs="+", type=Path)
+    s = sub.add_parser("select-lr")
+    s.add_argument("--out", required=True, type=Path)
+    s.add_argument("bundles", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "collect":
+            tables = collect(args.bundles, json.loads(args.grid), args.out)
+            print(tables["contest"].to_string(index=False))
+        else:
+            choice = best_lr(args.bundles)
+            atomic_write_json(args.out, choice)
+            print(f"{choice['variant']}: best sweep LR {format_lr(choice['lr'])} ({choice['best_val_loss']:.4f})")
+    except BundleError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,62 @@
+"""A3, adaptive activation attention: w = softmax(S * G + B) with S = q.k / sqrt(d_h).
+
+For head h of layer l the context of position i is
+c_i = [prefix-mean q_{<=i}; prefix-mean k_{<=i}; e_{l,h}]. Prefix (causal)
+means, because a mean over the whole window would show position i the future.
+G_i = sigmoid(w_g . c_i + b_g) is one inverse temperature per query row;
+B_ij = u . c_j is one bias per key (a per-row constant would cancel inside the
+softmax). w_g, b_g and u are shared by every layer and head (the "two-matrix
+change"); the learned embedding e_{l,h} lets one gate act differently per head.
+At init (w_g = 0, u = 0, b_g = 3) this is softmax(sigmoid(3) * S): softmax at
+temperature 1/sigmoid(3), not plain softmax.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.core.constants import A3_GATE_BIAS_INIT
+from attnlab.training.attention.base import ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+
+class A3Score(nnx.Module):
+    def __init__(
+        self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, a3_embed_dim: int | None = None, **_
+    ):
+        self.d_head = d_head
+        embed_dim = a3_embed_dim or d_head
+        context_dim = 2 * d_head + embed_dim
+        self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
+        self.w_g = nnx.Param(jnp.zeros((context_dim,)))
+        # float32, not a weak type: otherwise the first update changes the dtype and retriggers compilation
+        self.b_g = nnx.Param(jnp.asarray(A3_GATE_BIAS_INIT, dtype=jnp.float32))
+        self.u = nnx.Param(jnp.zeros((context_dim,)))
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        batch, length, heads, _ = q.shape
+        mask = causal_mask(length)
+        logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
+        context = self._context(q, k, layer)  # (B, H, T, C)
+        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])  # (B, H, T)
+        bias = context @ self.u[...]  # (B, H, T): indexed by key position
+        shaped = logits * gate[..., :, None] + bias[..., None, :]
+        return ScoreOutput(
+            weights=masked_softmax(shaped, mask),
+            scores=jnp.where(mask, shaped, -jnp.inf),
+            gate=gate,
+            bias=bias,
+        )
+
+    def _context(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> jnp.ndarray:
+        # Prefix means as one matmul with a row-normalised lower-triangular matrix: on a CPU
+        # this is much cheaper than a cumulative sum, which XLA lowers to a windowed reduction.
+        length = q.shape[1]
+        averaging = jnp.tril(jnp.ones((length, length), q.dtype)) / jnp.arange(1, length + 1, dtype=q.dtype)[:, None]
+        q_mean = jnp.einsum("ts,bshd->bhtd", averaging, q)  # (B, H, T, D)
+        k_mean = jnp.einsum("ts,bshd->bhtd", averaging, k)
+        embed = self.embed[...][layer].astype(q.dtype)  # (H, E)
+        embed = jnp.broadcast_to(embed[None, :, None, :], q_mean.shape[:3] + (embed.shape[-1],))
+        return jnp.concatenate([q_mean, k_mean, embed], axis=-1)  # (B, H, T, C)

@@ -1,0 +1,43 @@
+"""The Yat kernel, kappa = (q.k)^2 / (||q-k||^2 + 1), normalised by its row mass.
+
+No exponential anywhere: masked keys get kappa = 0 rather than -inf, and the
+row mass sum_j kappa_ij is kept as telemetry.
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.core.constants import YAT_FROZEN_EPS
+from attnlab.training.attention.base import (
+    ScoreOutput,
+    causal_mask,
+    kernel_weights,
+    pairwise_dots,
+    squared_distance,
+)
+
+def yat_kernel(q, k, b, eps) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """kappa = (q.k + b)^2 / (||q-k||^2 + eps); b, eps broadcast per head as (1,H,1,1)."""
+    dots = pairwise_dots(q, k)
+    kappa = (dots + b) ** 2 / (squared_distance(q, k, dots) + eps)
+    return kappa, dots
+
+
+def kernel_output(kappa: jnp.ndarray) -> ScoreOutput:
+    """Mask, normalise and package a kernel score matrix."""
+    mask = causal_mask(kappa.shape[-1])
+    weights, mass = kernel_weights(kappa, mask)
+    return ScoreOutput(weights=weights, scores=jnp.where(mask, kappa, -jnp.inf), mass=mass)
+
+
+class YatScore(nnx.Module):
+    """b = 0 and eps = 1 frozen: the ablation without learned scalars."""
+
+    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
+        pass
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
+        return kernel_output(kappa)

@@ -1,0 +1,33 @@
+"""Yat kernel with b and eps learned per layer and head, kept positive by softplus."""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.training.attention.base import ScoreOutput
+from attnlab.training.attention.yat import kernel_output, yat_kernel
+
+
+class YatBiasScore(nnx.Module):
+    """Stores b and eps raw (init 0, so both start at softplus(0) = log 2).
+
+    Admissibility (b, eps > 0) is structural rather than clipped. Exactly
+    2 x layers x heads parameters.
+    """
+
+    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
+        self.b_raw = nnx.Param(jnp.zeros((layers, heads)))
+        self.eps_raw = nnx.Param(jnp.zeros((layers, heads)))
+
+    def scalars(self) -> dict[str, jnp.ndarray]:
+        """The effective (softplus-ed) b and eps, each (layers, heads)."""
+        return {"b": jax.nn.softplus(self.b_raw[...]), "eps": jax.nn.softplus(self.eps_raw[...])}
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        scalars = self.scalars()
+        b = scalars["b"][layer][None, :, None, None]
+        eps = scalars["eps"][layer][None, :, None, None]
+        kappa, _ = yat_kernel(q, k, b, eps)
+        return kernel_output(kappa)

@@ -1,0 +1,103 @@
+"""Resumable training checkpoints (Orbax) in a per-cell folder the trainer creates and removes alone.
+
+The folder is <root>/<variant>/lr<lr>/seed<seed>/, marked as attnlab's by a
+small file, so removing it when the bundle is whole never touches anything
+else under root (other cells' state, a user's files). It lives outside the
+bundle, so Snakemake does not delete it when a job fails.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import orbax.checkpoint as ocp
+
+from attnlab.core.bundle_format import cell_dir
+from attnlab.core.errors import ConfigError
+
+MARKER = ".attnlab-checkpoints"
+
+
+class ResumeCheckpoints:
+    def __init__(self, root: Path | None, variant: str, lr: float, seed: int):
+        self.root = Path(root).resolve() if root else None
+        self.directory = cell_dir(self.root, variant, lr, seed) if self.root else None
+        self._manager = None
+        if self.directory is None:
+            return
+        self._made_root = not self.root.exists()
+        if self.directory.exists() and not (self.directory / MARKER).is_file():
+            raise ConfigError(f"--checkpoint-dir: {self.directory} exists and was not made by attnlab's trainer; "
+                              "move it away or pass another --checkpoint-dir (nothing was trained)")
+        self.directory.mkdir(parents=True, exist_ok=True)
+        (self.directory / MARKER).touch()
+        self._manager = ocp.CheckpointManager(
+            self.directory / "orbax",
+            options=ocp.CheckpointManagerOptions(max_to_keep=1, create=True),
+            item_names=("state", "snapshots", "progress"),
+        )
+
+    def latest(self, like):
+        """(state, snapshots, progress) of the newest complete checkpoint, or None.
+
+        `like` is a state of the same structure (the fresh one): restoring into
+        it gives back the same pytree types the compiled step was built for.
+        """
+        if self._manager is None or self._manager.latest_step() is None:
+            return None
+        step = self._manager.latest_step()
+        restored = self._manager.restore(step, args=ocp.args.Composite(
+            state=ocp.args.StandardRestore(like),
+            snapshots=ocp.args.StandardRestore(),
+            progress=ocp.args.JsonRestore(),
+        ))
+        return restored["state"], restored["snapshots"], restored["progress"]
+
+    def save(self, step: int, state, snapshots: dict, progress: dict) -> None:
+        """snapshots: attention maps so far, {step as text: array}; never empty (step 0 is always kept)."""
+        if self._manager is None:
+            return
+        self._manager.save(step, args=ocp.args.Composite(
+            state=ocp.args.StandardSave(state),
+            snapshots=ocp.args.StandardSave(snapshots),
+            progress=ocp.args.JsonSave(progress),
+        ))
+        self._manager.wait_until_finished()
+
+    def clear(self) -> None:
+        """Forget every checkpoint (they belong to another config or other code)."""
+        if self._manager is not None:
+            for step in self._manager.all_steps():
+                self._manager.delete(step)
+
+    def remove(self) -> None:
+        """Remove this cell's folder, then the parents up to root that are left empty (never a non-empty one)."""
+        if self._manager is None:
+            return
+        self._manager.close()
+        shutil.rmtree(self.directory, ignore_errors=True)
+        parent = self.directory.parent
+        while parent != self.root and self.root in parent.parents:
+            try:
+                os.rmdir(parent)
+            except OSError:
+                return
+            parent = parent.parent
+        if self._made_root:
+            try:
+                os.rmdir(self.root)
+            except OSError:
+                pass
+
+
+def save_params(directory: Path, params) -> None:
+    """The final parameters, restorable without retraining (Orbax StandardCheckpointer)."""
+    with ocp.StandardCheckpointer() as checkpointer:
+        checkpointer.save(Path(directory).resolve(), params)
+
+
+def load_params(directory: Path, like=None):
+    with ocp.StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(Path(directory).resolve(), like)

@@ -1,0 +1,43 @@
+"""The telemetry probe: what a trained model's attention looks like on held-out batches (under jit).
+
+Its arrays are summarised for bundle.json by attnlab.core.telemetry_stats
+(definitions in design.md).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+
+
+def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[str, jnp.ndarray]:
+    """Telemetry of one held-out batch (call under jit)."""
+    logits, outputs = model(x, probe=True)
+    length = x.shape[1]
+    visible = jnp.arange(1, length + 1, dtype=jnp.float32)
+    result = {
+        "max_score": jnp.stack([o.scores.max() for o in outputs]),  # (L,)
+        "correct": (logits.argmax(-1) == y),  # (B, T)
+        "entropy": jnp.stack([normalised_entropy(o.weights, visible, min_keys) for o in outputs]),  # (L,B,H,T)
+    }
+    if outputs[0].mass is not None:
+        result["mass"] = jnp.stack([o.mass for o in outputs]).mean(axis=(0, 2))  # (B, T)
+    if outputs[0].gate is not None:
+        result["gate_sum"] = jnp.stack([o.gate.sum(axis=(0, 2)) for o in outputs])  # (L, H)
+        result["gate_sq"] = jnp.stack([(o.gate**2).sum(axis=(0, 2)) for o in outputs])
+        result["bias_sum"] = jnp.stack([o.bias.sum(axis=(0, 2)) for o in outputs])
+        result["bias_sq"] = jnp.stack([(o.bias**2).sum(axis=(0, 2)) for o in outputs])
+    return result
+
+
+def normalised_entropy(weights: jnp.ndarray, visible: jnp.ndarray, min_keys: int) -> jnp.ndarray:
+    """Row entropy / log(visible keys), NaN for rows with fewer than min_keys keys. (B,H,T)"""
+    plogp = jnp.where(weights > 0, weights * jnp.log(jnp.where(weights > 0, weights, 1.0)), 0.0)
+    entropy = -plogp.sum(-1)
+    normalised = entropy / jnp.log(jnp.maximum(visible, 2.0))
+    return jnp.where(visible >= min_keys, normalised, jnp.nan)
+
+
+def attention_maps(model, window: jnp.ndarray) -> jnp.ndarray:
+    """(L, H, T, T) attention weights of one window (call under jit)."""
+    _, outputs = model(window[None], probe=True)
+    return jnp.stack([o.weights[0] for o in outputs])

@@ -1,0 +1,93 @@
+"""The jitted computations of training: loss, multi-step update, evaluation, probes.
+
+Everything is a pure function of (graphdef, state): the model is merged inside
+the traced function, so one compiled executable serves every LR and seed.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from attnlab.training.batches import slice_batch
+from attnlab.training.probe import attention_maps, probe_batch
+
+
+def make_optimizer(lr: float, weight_decay: float) -> optax.GradientTransformation:
+    """AdamW with the LR held in the optimiser state, a runtime value rather than a constant."""
+    return optax.inject_hyperparams(optax.adamw)(learning_rate=lr, weight_decay=weight_decay)
+
+
+def cross_entropy(logits: jnp.ndarray, targets: jnp.ndarray) -> jnp.ndarray:
+    return optax.softmax_cross_entropy_with_integer_labels(logits, targets).mean()
+
+
+def loss_fn(params, graphdef, rest, x, y, dropout_key):
+    model = nnx.merge(graphdef, params, rest)
+    return cross_entropy(model(x, dropout_key=dropout_key), y)
+
+
+def dropout_key(seed, step):
+    """Dropout randomness, like batches, is a pure function of (seed, step).
+
+    Threefry keys explicitly: the fast mask draw (masks.random_uint16) hashes
+    with Threefry whatever JAX's default PRNG is set to.
+    """
+    key = jax.random.key(seed, impl="threefry2x32")
+    return jax.random.fold_in(jax.random.fold_in(key, step), 1)
+
+
+def train_step(graphdef, rest, optimizer, params, opt_state, x, y, key):
+    """One AdamW step on one batch; returns (params, opt_state, loss)."""
+    loss, grads = jax.value_and_grad(loss_fn)(params, graphdef, rest, x, y, key)
+    updates, opt_state = optimizer.update(grads, opt_state, params)
+    return optax.apply_updates(params, updates), opt_state, loss
+
+
+@partial(jax.jit, static_argnames=("graphdef", "optimizer", "block_size"),
+         donate_argnames=("params", "opt_state"))
+def train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, start, n_steps, *,
+                block_size: int):
+    """Run n_steps (runtime, <= len(offsets)) steps from `start` without leaving the device.
+
+    offsets[i] holds the batch offsets of step start+i (attnlab.training.batches).
+    Returns (params, opt_state, losses) with losses[i] the loss of step start+i
+    (entries past n_steps are NaN).
+    """
+    max_steps = offsets.shape[0]
+
+    def body(i, carry):
+        params, opt_state, losses = carry
+        step = start + i
+        x, y = slice_batch(tokens, offsets[i], block_size)
+        params, opt_state, loss = train_step(
+            graphdef, rest, optimizer, params, opt_state, x, y, dropout_key(seed, step)
+        )
+        return params, opt_state, losses.at[i].set(loss)
+
+    losses = jnp.full((max_steps,), jnp.nan, dtype=jnp.float32)
+    return jax.lax.fori_loop(0, n_steps, body, (params, opt_state, losses))
+
+
+@partial(jax.jit, static_argnames=("graphdef",))
+def evaluate(graphdef, rest, params, val_x, val_y):
+    """Mean loss over the fixed held-out batches (no dropout)."""
+    model = nnx.merge(graphdef, params, rest)
+    losses = jax.lax.map(lambda xy: cross_entropy(model(xy[0]), xy[1]), (val_x, val_y))
+    return losses.mean()
+
+
+@partial(jax.jit, static_argnames=("graphdef", "min_keys"))
+def probe(graphdef, rest, params, val_x, val_y, *, min_keys: int):
+    """Telemetry arrays stacked over the held-out batches."""
+    model = nnx.merge(graphdef, params, rest)
+    return jax.lax.map(lambda xy: probe_batch(model, xy[0], xy[1], min_keys), (val_x, val_y))
+
+
+@partial(jax.jit, static_argnames=("graphdef",))
+def window_attention(graphdef, rest, params, window):
+    return attention_maps(nnx.merge(graphdef, params, rest), window)
