@@ -5,15 +5,7 @@ import hashlib
 import numpy as np
 import pytest
 
-from attnlab.core.corpus import (
-    CORPUS_ENV,
-    CorpusError,
-    batch_offsets,
-    check_fits,
-    fetch_corpus,
-    load_corpus,
-    validation_batches,
-)
+from attnlab.core.corpus import CORPUS_ENV, CorpusError, check_fits, fetch_corpus, load_corpus
 
 
 def test_local_copy_is_verified_and_copied(small_corpus, tmp_path):
@@ -68,25 +60,16 @@ def test_real_corpus_vocabulary_and_split(corpus_path):
     assert corpus.decode(corpus.val[:10]) == corpus.text[len(corpus.train): len(corpus.train) + 10]
 
 
-def test_batches_depend_only_on_seed_and_step():
-    a = np.asarray(batch_offsets(3, 17, 10_000, 32, 8))
-    np.testing.assert_array_equal(a, np.asarray(batch_offsets(3, 17, 10_000, 32, 8)))
-    assert not np.array_equal(a, np.asarray(batch_offsets(4, 17, 10_000, 32, 8)))
-    assert not np.array_equal(a, np.asarray(batch_offsets(3, 18, 10_000, 32, 8)))
-    assert a.min() >= 0 and a.max() <= 10_000 - 32
-
-
-def test_validation_batches_are_fixed(small_corpus):
-    corpus = load_corpus(small_corpus[0])
-    x1, y1 = validation_batches(corpus.val, 16, 4, 3)
-    x2, _ = validation_batches(corpus.val, 16, 4, 3)
-    np.testing.assert_array_equal(np.asarray(x1), np.asarray(x2))
-    np.testing.assert_array_equal(np.asarray(x1)[..., 1:], np.asarray(y1)[..., :-1])
-
-
 def test_block_larger_than_validation_split_is_refused(small_corpus):
     corpus = load_corpus(small_corpus[0])
     with pytest.raises(CorpusError, match="block_size"):
         check_fits(corpus, len(corpus.val) + 5, 4)
-    with pytest.raises(CorpusError, match="batch_size"):
-        check_fits(corpus, len(corpus.val) - 3, 10)
+    with pytest.raises(CorpusError, match="window_offset"):
+        check_fits(corpus, 16, 4, window_offset=len(corpus.val) - 8)
+
+
+def test_one_symbol_corpus_is_refused(tmp_path):
+    one = tmp_path / "a.txt"
+    one.write_text("a" * 5000)
+    with pytest.raises(CorpusError, match="at least 2"):
+        check_fits(load_corpus(one), 16, 4)

@@ -7,9 +7,11 @@ import pytest
 import yaml
 from flax import nnx
 
-from attnlab.training.attention import VARIANTS
+import attnlab.training.model as model_module
 from attnlab.core.config import validate_config
-from attnlab.training.model import GPT, ModelConfig, count_params
+from attnlab.core.config_types import ModelConfig
+from attnlab.core.variants import VARIANTS
+from attnlab.training.model import DROPOUT_SITES, GPT, count_params
 from attnlab.training.params import parameter_counts
 from conftest import REPO
 
@@ -51,13 +53,47 @@ def test_no_variant_leaks_the_future(variant):
 
 
 def test_skeleton_initialisation_does_not_depend_on_the_variant():
+    """a3 draws its layer/head embedding at init; the score module is built last, so the skeleton is untouched."""
     soft = nnx.state(small_model("softmax"), nnx.Param)
-    kern = nnx.state(small_model("yat_b"), nnx.Param)
-    for path in ("tok_embed", "head"):
-        a = jax.tree.leaves(soft[path])
-        b = jax.tree.leaves(kern[path])
-        for x, y in zip(a, b):
+    a3 = nnx.state(small_model("a3"), nnx.Param)
+    skeleton = [name for name in soft if name != "score"]
+    assert "score" in a3 and {"tok_embed", "pos_embed", "blocks", "head"} <= set(skeleton)
+    for name in skeleton:
+        for x, y in zip(jax.tree.leaves(soft[name]), jax.tree.leaves(a3[name])):
             np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
+
+
+def test_embeddings_use_flax_default_initialiser_not_gpt2s():
+    """The seed's nnx.Embed default: variance scaling, std 1/sqrt(d_model), not normal(0.02)."""
+    cfg = ModelConfig(vocab_size=65, d_model=192, layers=1, heads=4, block_size=128, d_ff=32, dropout=0.1,
+                      variant="softmax")
+    model = GPT(cfg, rngs=nnx.Rngs(params=0))
+    for table in (model.tok_embed.embedding[...], model.pos_embed.embedding[...]):
+        assert abs(float(np.std(table)) * np.sqrt(192) - 1.0) < 0.08, float(np.std(table))
+
+
+def test_dropout_acts_exactly_on_attention_weights_and_mlp_output(monkeypatch):
+    """With a dropout key: the embedding sum and the attention projection stay deterministic, the
+    attention weights and the MLP output are dropped, once per layer each (the seed's two sites)."""
+    calls = []
+    real = model_module.dropout
+
+    def recording(x, rate, key, masks="bits16"):
+        if key is not None:
+            import inspect
+
+            caller = inspect.stack()[1].frame.f_locals.get("self")
+            calls.append((type(caller).__name__, x.ndim))
+        return real(x, rate, key, masks)
+
+    monkeypatch.setattr(model_module, "dropout", recording)
+    model = small_model("softmax", dropout=0.3)
+    model(jnp.zeros((2, 12), dtype=jnp.int32), dropout_key=jax.random.key(0))
+    assert DROPOUT_SITES == ("attention_weights", "mlp_output")
+    assert calls == [("Attention", 4), ("Block", 3)] * 2, calls
+    calls.clear()
+    model(jnp.zeros((2, 12), dtype=jnp.int32))
+    assert calls == []
 
 
 def test_dropout_changes_outputs_only_with_a_key():

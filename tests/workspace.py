@@ -34,26 +34,27 @@ def snakemake(workspace: Path, *args: str, corpus: Path | None = None, timeout: 
     return subprocess.run(cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-def planned_jobs(output: str) -> dict[str, int]:
-    """rule -> count from the 'Job stats' table of a dry run."""
-    counts = {}
-    in_table = False
-    for line in output.splitlines():
-        if line.startswith("Job stats"):
-            in_table = True
-            continue
-        if in_table:
-            match = re.match(r"^(\w+)\s+(\d+)$", line.strip())
-            if match and match.group(1) != "total":
-                counts[match.group(1)] = int(match.group(2))
-            elif line.strip().startswith("total"):
-                break
-    return counts
+def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | None = None) -> dict[str, set[str]]:
+    """rule -> output files Snakemake would (re)make, from its machine-readable `--summary` table."""
+    result = snakemake(workspace, "--summary", "--configfile", configfile, corpus=corpus)
+    assert result.returncode == 0, result.stderr[-3000:]
+    planned: dict[str, set[str]] = {}
+    rows = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
+    header = rows[0]
+    for row in rows[1:]:
+        record = dict(zip(header, row))
+        if record["plan"] != "no update":
+            planned.setdefault(record["rule"], set()).add(record["output_file"])
+    return planned
 
 
-def planned_training(output: str) -> list[tuple[str, str, str]]:
-    """(variant, lr, seed) of each training job a dry run plans, from the rule's message."""
-    return re.findall(r"Training (\w+) lr=([0-9.e+-]+) seed=(\d+)", output)
+def planned_cells(planned: dict[str, set[str]]) -> set[tuple[str, str, str]]:
+    """(variant, lr, seed) of every training cell a plan would retrain."""
+    cells = set()
+    for path in planned.get("train_cell", ()):
+        match = re.search(r"runs/(\w+)/lr([0-9.e+-]+)/seed(\d+)", path)
+        cells.add(match.groups())
+    return cells
 
 
 class edited:
@@ -69,3 +70,8 @@ class edited:
 
     def __exit__(self, *exc):
         self.path.write_text(self.original)
+
+
+def planned_training(output: str) -> list[tuple[str, str, str]]:
+    """(variant, lr, seed) of each training job a dry run's log announces (its rule message)."""
+    return re.findall(r"Training (\w+) lr=([0-9.e+-]+) seed=(\d+)", output)

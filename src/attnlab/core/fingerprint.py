@@ -36,8 +36,14 @@ def module_file(module: str, src: Path = SRC) -> Path:
 
 def imported_modules(module: str, src: Path = SRC) -> set[str]:
     """attnlab modules imported anywhere in `module` (function-level imports too)."""
+    path = module_file(module, src)
+    return set(_imports(module, str(src), str(path), path.stat().st_mtime_ns))
+
+
+@lru_cache(maxsize=None)
+def _imports(module: str, src: str, path: str, _mtime: int) -> frozenset[str]:
     found = set()
-    for node in ast.walk(_tree(module_file(module, src))):
+    for node in ast.walk(_tree(Path(path))):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -47,8 +53,8 @@ def imported_modules(module: str, src: Path = SRC) -> set[str]:
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
         else:
             continue
-        found |= {name for name in names if name.split(".")[0] == PACKAGE and module_file(name, src).exists()}
-    return found
+        found |= {name for name in names if name.split(".")[0] == PACKAGE and module_file(name, Path(src)).exists()}
+    return frozenset(found)
 
 
 def closure(*modules: str, src: Path = SRC) -> list[str]:
@@ -67,7 +73,13 @@ def closure(*modules: str, src: Path = SRC) -> list[str]:
 def module_fingerprint(module: str, src: Path = SRC) -> str:
     """sha256 of the module's syntax tree without docstrings, and of the package YAML it names."""
     path = module_file(module, src)
-    tree = _tree(path)
+    return _module_digest(str(path), path.stat().st_mtime_ns, path.stat().st_size)
+
+
+@lru_cache(maxsize=None)
+def _module_digest(path: str, _mtime: int, _size: int) -> str:
+    path = Path(path)
+    tree = ast.parse(path.read_text(), filename=str(path))  # a fresh tree: the docstrings are cut from it
     digest = hashlib.sha256(ast.dump(_without_docstrings(tree)).encode())
     for name in sorted(_yaml_files_named(tree)):
         data_file = path.parent / name
@@ -84,12 +96,18 @@ def fingerprint(*modules: str, src: Path = SRC, extra: dict | None = None, skip:
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
 
+@lru_cache(maxsize=None)
+def cached_fingerprint(modules: tuple[str, ...], src: str, extra_json: str = "{}", skip: tuple[str, ...] = ()) -> str:
+    """fingerprint() memoised for one process (a Snakemake run asks the same question once per job)."""
+    return fingerprint(*modules, src=Path(src), extra=json.loads(extra_json), skip=skip)
+
+
 def training_fingerprint(variant: str, src: Path = SRC) -> str:
     """The code a training cell of `variant` runs: the trainer, its variant's module, its registry line."""
     from attnlab.core.variants import VARIANTS, variant_module
 
-    return fingerprint("attnlab.training.train", variant_module(variant), src=src, skip=(REGISTRY,),
-                       extra={"registry": VARIANTS[variant]})
+    return cached_fingerprint(("attnlab.training.train", variant_module(variant)), str(src),
+                              json.dumps({"registry": VARIANTS[variant]}), (REGISTRY,))
 
 
 def _tree(path: Path) -> ast.Module:
@@ -102,8 +120,7 @@ def _parse(path: str, _mtime: int) -> ast.Module:
 
 
 def _without_docstrings(tree: ast.Module) -> ast.Module:
-    """A copy of the tree whose modules, classes and functions have no leading string statement."""
-    tree = ast.parse(ast.unparse(tree))  # a private copy
+    """The tree, its modules, classes and functions cut of their leading string statement (in place)."""
     for node in ast.walk(tree):
         if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
             body = node.body

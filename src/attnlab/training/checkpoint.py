@@ -18,6 +18,7 @@ from attnlab.core.bundle_format import cell_dir
 from attnlab.core.errors import ConfigError
 
 MARKER = ".attnlab-checkpoints"
+ROOT_MARKER = ".attnlab-checkpoint-root"
 
 
 class ResumeCheckpoints:
@@ -27,12 +28,18 @@ class ResumeCheckpoints:
         self._manager = None
         if self.directory is None:
             return
-        self._made_root = not self.root.exists()
+        if not self.root.exists():
+            self.root.mkdir(parents=True)
+            (self.root / ROOT_MARKER).touch()  # made by the trainer: removed again once it holds nothing else
         if self.directory.exists() and not (self.directory / MARKER).is_file():
             raise ConfigError(f"--checkpoint-dir: {self.directory} exists and was not made by attnlab's trainer; "
                               "move it away or pass another --checkpoint-dir (nothing was trained)")
-        self.directory.mkdir(parents=True, exist_ok=True)
-        (self.directory / MARKER).touch()
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+            (self.directory / MARKER).touch()
+        except OSError as err:
+            raise ConfigError(f"--checkpoint-dir {self.root}: cannot make {self.directory} ({err.strerror}); pass a "
+                              "folder (it may hold other files) or a path that does not exist yet") from None
         self._manager = ocp.CheckpointManager(
             self.directory / "orbax",
             options=ocp.CheckpointManagerOptions(max_to_keep=1, create=True),
@@ -85,7 +92,9 @@ class ResumeCheckpoints:
             except OSError:
                 return
             parent = parent.parent
-        if self._made_root:
+        marker = self.root / ROOT_MARKER
+        if marker.is_file() and [p.name for p in self.root.iterdir()] == [ROOT_MARKER]:
+            marker.unlink()
             try:
                 os.rmdir(self.root)
             except OSError:
