@@ -42,7 +42,7 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
 TABLE_NAMES = [
-    "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init",
+    "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init", "a3_vs_softmax_entropy",
 ]
 TABLES = [str(paths.RUNS_TABLE)] + [str(paths.table(name, ext)) for name in TABLE_NAMES for ext in ("csv", "md", "tex")]
 
@@ -57,7 +57,7 @@ wildcard_constraints:
 
 def pipeline_code(*modules):
     """Fingerprint of pipeline-side modules and what they import."""
-    return code.fingerprint(*modules, src=SRC)
+    return code.cached_fingerprint(tuple(modules), str(SRC))
 
 
 def training_code(wildcards):

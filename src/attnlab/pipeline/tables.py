@@ -21,15 +21,64 @@ from attnlab.core.io import atomic_write_json, atomic_write_text
 
 SCALAR_TYPES = (int, float, bool, str, type(None))
 
+# score_scale, one row per contest cell and layer:
+#   mean_max_score: that layer's max score per held-out batch, averaged over the batches;
+#   max_score: that layer's largest score over every held-out batch;
+#   seed_mean_over_layers_of_max_score: for the cell's seed, the mean over layers of max_score
+#     (the same value on each layer row of that seed). This is what the posts call the
+#     "per-layer mean" (softmax 15-18, yat 17,000-68,000: the range across seeds).
+SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
+SCORE_SCALE_COLUMNS = ["variant", "lr", "seed", "layer", "mean_max_score", "max_score", SEED_MEAN_OVER_LAYERS]
+A3_GATE_INIT = float(1.0 / (1.0 + np.exp(-3.0)))  # sigmoid(b_g = 3): A3's gate before training
+A3_VS_SOFTMAX_COLUMNS = ["layer", "a3_entropy", "softmax_entropy", "entropy_diff", "a3_gate_mean", "a3_gate_init",
+                         "a3_bias_std", "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds"]
+
 
 def load_runs(bundle_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
-    """One row per cell with every scalar of its bundle (nested keys joined by '.')."""
+    """One row per cell with every scalar of its bundle (nested keys joined by '.').
+
+    A bundle whose variant, LR or seed disagrees with its folder
+    (<variant>/lr<lr>/seed<seed>), or two bundles of one cell, stop the collection.
+    """
     bundles = [read_bundle(Path(d)) for d in bundle_dirs]
+    _check_cells(bundles)
     rows = [flatten({k: v for k, v in b.items() if k not in ("files",)}) for b in bundles]
     runs = pd.DataFrame(rows)
     if not runs.empty:
         runs = runs.sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
     return runs, bundles
+
+
+def _check_cells(bundles: list[dict]) -> None:
+    """Each bundle is the cell its folder names, and each cell is collected once."""
+    seen = {}
+    for b in bundles:
+        folder = Path(b["path"])
+        cell = (b["variant"], float(b["lr"]), int(b["seed"]))
+        parts = folder.parts[-3:]
+        if len(parts) == 3 and parts[1].startswith("lr") and parts[2].startswith("seed"):
+            try:
+                named = (parts[0], float(parts[1][2:]), int(parts[2][4:]))
+            except ValueError:
+                named = None
+            if named != cell:
+                raise BundleError(
+                    f"bundle {folder} holds {cell[0]} lr={format_lr(cell[1])} seed={cell[2]}, not the cell its "
+                    "folder names (a bundle copied or written into another cell's folder); delete it and rerun")
+        if cell in seen:
+            raise BundleError(f"bundles {seen[cell]} and {folder} are the same cell {cell[0]} "
+                              f"lr={format_lr(cell[1])} seed={cell[2]}; keep one")
+        seen[cell] = folder
+
+
+def _check_in_grid(bundles: list[dict], grid: dict) -> None:
+    """Only the grid's cells (the sweep and the contest) are collected."""
+    cells = {(v, float(lr), int(grid["sweep_seed"])) for v in grid["variants"] for lr in grid["sweep_lrs"]}
+    cells |= {(v, float(lr), int(s)) for v, lr in grid["contest_lr"].items() for s in grid["contest_seeds"]}
+    for b in bundles:
+        if (b["variant"], float(b["lr"]), int(b["seed"])) not in cells:
+            raise BundleError(f"bundle {b['path']} is {b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}, "
+                              "which is not a cell of this config's grid; remove it from the inputs")
 
 
 def flatten(obj: dict, prefix: str = "") -> dict:
@@ -122,23 +171,30 @@ def write_table(df: pd.DataFrame, stem: Path, display: pd.DataFrame | None = Non
 
 
 def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -> dict:
-    """score_scale, mass_auroc, entropy, scalars, a3_gates: (numbers, display) per table.
+    """score_scale, mass_auroc, entropy, scalars, a3_gates, a3_vs_softmax_entropy: (numbers, display).
 
-    All from the contest cells' bundle.json; nothing is recomputed from arrays
-    except the A3-at-init comparison, which needs two bundles side by side.
+    All from the contest cells' bundle.json; arrays are read only for what no
+    bundle summary holds: the A3-at-init comparison (two bundles side by side)
+    and the mean kernel mass of correct and of wrong predictions.
     """
     contest = {v: [bundles[p] for p in contest_cells(runs, grid, v).path] for v in grid["variants"]}
     score_rows, auroc_rows, entropy_rows, scalar_rows, gate_rows = [], [], [], [], []
     for variant, cells in contest.items():
         for b in cells:
             tel = b["telemetry"]
-            for layer, (mean_max, top) in enumerate(zip(tel["mean_max_score_per_layer"], tel["max_score_per_layer"])):
-                score_rows.append({"variant": variant, "seed": b["seed"], "layer": layer,
-                                   "mean_max_score": mean_max, "max_score": top})
+            per_layer_max = tel["max_score_per_layer"]
+            seed_mean = float(np.mean(per_layer_max))  # the published "per-layer mean" (see SCORE_SCALE_COLUMNS)
+            for layer, (mean_max, top) in enumerate(zip(tel["mean_max_score_per_layer"], per_layer_max)):
+                score_rows.append({"variant": variant, "lr": float(b["lr"]), "seed": b["seed"], "layer": layer,
+                                   "mean_max_score": mean_max, "max_score": top,
+                                   SEED_MEAN_OVER_LAYERS: seed_mean})
             if "mass_auroc" in tel:
-                auroc_rows.append({"variant": variant, "seed": b["seed"], "mass_auroc": tel["mass_auroc"]})
+                correct_mean, wrong_mean = mass_by_correctness(Path(b["path"]))
+                auroc_rows.append({"variant": variant, "lr": float(b["lr"]), "seed": b["seed"],
+                                   "mass_auroc": tel["mass_auroc"],
+                                   "mass_correct_mean": correct_mean, "mass_wrong_mean": wrong_mean})
             ent = tel["entropy"]
-            entropy_rows.append({"variant": variant, "seed": b["seed"], "mean": ent["mean"],
+            entropy_rows.append({"variant": variant, "lr": float(b["lr"]), "seed": b["seed"], "mean": ent["mean"],
                                  "share_below_0.3": ent["share_sharp"], "share_above_0.8": ent["share_diffuse"]})
             for layer, per_head in enumerate(ent["mean_per_layer_head"]):
                 for head, value in enumerate(per_head):
@@ -153,15 +209,19 @@ def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -
                     for head, value in enumerate(per_head):
                         scalar_rows.append({"variant": variant, "seed": b["seed"], "layer": layer,
                                             "head": head, "scalar": name, "value": value})
-    score = pd.DataFrame(score_rows, columns=["variant", "seed", "layer", "mean_max_score", "max_score"])
-    auroc = pd.DataFrame(auroc_rows, columns=["variant", "seed", "mass_auroc"])
-    entropy = pd.DataFrame(entropy_rows, columns=["variant", "seed", "mean", "share_below_0.3", "share_above_0.8"])
+    score = pd.DataFrame(score_rows, columns=SCORE_SCALE_COLUMNS)
+    auroc = pd.DataFrame(auroc_rows, columns=["variant", "lr", "seed", "mass_auroc", "mass_correct_mean",
+                                              "mass_wrong_mean"])
+    entropy = pd.DataFrame(entropy_rows, columns=["variant", "lr", "seed", "mean", "share_below_0.3",
+                                                  "share_above_0.8"])
     scalars = pd.DataFrame(scalar_rows, columns=["variant", "seed", "layer", "head", "scalar", "value"])
     gates = pd.DataFrame(gate_rows, columns=["variant", "seed", "layer", "head", "entropy", "gate_mean",
                                              "gate_std", "bias_mean", "bias_std"])
     init = a3_init_table(contest)
+    a3_vs_softmax = a3_vs_softmax_table(contest)
     return {
         "a3_init": (init, None),
+        "a3_vs_softmax_entropy": (a3_vs_softmax, None),
         "score_scale": (score, _score_display(score)),
         "mass_auroc": (auroc, _auroc_display(auroc)),
         "entropy": (entropy, _mean_by_variant(entropy, ["mean", "share_below_0.3", "share_above_0.8"])),
@@ -199,24 +259,74 @@ def a3_init_table(contest: dict[str, list[dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
+def a3_vs_softmax_table(contest: dict[str, list[dict]]) -> pd.DataFrame:
+    """Per layer, A3 against softmax at their contest cells (each variant's mean over its seeds).
+
+    a3_entropy, softmax_entropy: mean normalised row entropy of the layer (bundle
+    telemetry entropy.mean_per_layer); entropy_diff = a3 - softmax (> 0: A3 softer).
+    a3_gate_mean: A3's mean gate G over tokens and heads; below a3_gate_init
+    (sigmoid(3)) the gate has cooled the logits (softer). a3_bias_std: the spread
+    of A3's per-key bias B (std over keys, mean over heads); a larger spread sharpens.
+    """
+    a3, soft = contest.get("a3", []), contest.get("softmax", [])
+    if not a3 or not soft:
+        return pd.DataFrame(columns=A3_VS_SOFTMAX_COLUMNS)
+
+    def per_layer(cells, key):
+        return np.mean([np.asarray(b["telemetry"]["entropy"][key], dtype=float) for b in cells], axis=0)
+
+    a3_entropy, soft_entropy = per_layer(a3, "mean_per_layer"), per_layer(soft, "mean_per_layer")
+    layers = min(len(a3_entropy), len(soft_entropy))
+
+    def head_mean(name):
+        grids = [np.asarray(b["telemetry"][name], dtype=float) for b in a3 if name in b["telemetry"]]
+        return np.mean(grids, axis=(0, 2)) if grids else np.full(layers, np.nan)
+
+    gate, bias_std = head_mean("a3_gate_mean"), head_mean("a3_bias_std")
+    rows = [{"layer": layer, "a3_entropy": a3_entropy[layer], "softmax_entropy": soft_entropy[layer],
+             "entropy_diff": a3_entropy[layer] - soft_entropy[layer], "a3_gate_mean": gate[layer],
+             "a3_gate_init": A3_GATE_INIT, "a3_bias_std": bias_std[layer],
+             "a3_lr": format_lr(a3[0]["lr"]), "softmax_lr": format_lr(soft[0]["lr"]),
+             "a3_seeds": " ".join(str(b["seed"]) for b in a3),
+             "softmax_seeds": " ".join(str(b["seed"]) for b in soft)} for layer in range(layers)]
+    return pd.DataFrame(rows, columns=A3_VS_SOFTMAX_COLUMNS)
+
+
+def mass_by_correctness(folder: Path) -> tuple[float, float]:
+    """Mean kernel row mass (over layers and heads, as the AUROC ranks it) of correct and of wrong tokens."""
+    arrays = read_arrays(folder, "telemetry.npz")
+    mass = np.asarray(arrays["mass"], dtype=float).ravel()
+    correct = np.asarray(arrays["correct"]).astype(bool).ravel()
+    return (float(mass[correct].mean()) if correct.any() else float("nan"),
+            float(mass[~correct].mean()) if (~correct).any() else float("nan"))
+
+
 def _at(grid_values, layer, head):
     return float(grid_values[layer][head]) if grid_values is not None else np.nan
+
+
+SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"
 
 
 def _score_display(score: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for variant, cells in score.groupby("variant", sort=False):
-        per_layer = cells.groupby("layer").mean_max_score.mean()
-        rows.append({"variant": variant,
-                     "per-layer mean of max score": f"{per_layer.min():,.4g} – {per_layer.max():,.4g}",
+        per_seed = cells.groupby("seed")[SEED_MEAN_OVER_LAYERS].first()
+        rows.append({"variant": variant, "LR": format_lr(cells.lr.iloc[0]),
+                     SEED_MEAN_LABEL: f"{per_seed.min():,.4g} – {per_seed.max():,.4g}",
                      "max score": f"{cells.max_score.max():,.6g}"})
-    return pd.DataFrame(rows, columns=["variant", "per-layer mean of max score", "max score"])
+    return pd.DataFrame(rows, columns=["variant", "LR", SEED_MEAN_LABEL, "max score"])
 
 
 def _auroc_display(auroc: pd.DataFrame) -> pd.DataFrame:
-    rows = [{"variant": v, "per seed": ", ".join(f"{x:.3f}" for x in cells.mass_auroc),
-             "mean": f"{cells.mass_auroc.mean():.3f}"} for v, cells in auroc.groupby("variant", sort=False)]
-    return pd.DataFrame(rows, columns=["variant", "per seed", "mean"])
+    rows = [{"variant": v, "LR": format_lr(cells.lr.iloc[0]),
+             "AUROC per seed": ", ".join(f"{x:.3f}" for x in cells.mass_auroc),
+             "AUROC mean": f"{cells.mass_auroc.mean():.3f}",
+             "mass, correct (per seed)": ", ".join(f"{x:,.4g}" for x in cells.mass_correct_mean),
+             "mass, wrong (per seed)": ", ".join(f"{x:,.4g}" for x in cells.mass_wrong_mean)}
+            for v, cells in auroc.groupby("variant", sort=False)]
+    return pd.DataFrame(rows, columns=["variant", "LR", "AUROC per seed", "AUROC mean", "mass, correct (per seed)",
+                                       "mass, wrong (per seed)"])
 
 
 def _mean_by_variant(df: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
@@ -273,6 +383,7 @@ def best_lr(bundle_dirs: list[Path]) -> dict:
 
 def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path) -> dict[str, pd.DataFrame]:
     runs, bundles = load_runs(bundle_dirs)
+    _check_in_grid(bundles, grid)
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "runs.csv", runs.to_csv(index=False))
     contest = contest_table(runs, grid)

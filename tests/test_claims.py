@@ -1,0 +1,474 @@
+"""The claims ledger, the tables it reads, and the telemetry definitions, on small synthetic frames.
+
+Each case is built so that a wrong check would give a different verdict: a
+property plain softmax also has must not pass for A3, yat and yat_b at
+different LRs must not be compared, the kernel maps of the posts are yat_b's.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlab.core.telemetry_stats import mass_auroc
+from attnlab.pipeline import claims, tables
+from attnlab.pipeline.grid import grid
+
+REPO = Path(__file__).resolve().parents[1]
+PUB = claims.published()
+
+
+# ---- helpers
+
+
+def runs_frame(cells, protocol="paper"):
+    """cells: (variant, lr, seed, max_score[, diverged])."""
+    rows = [{"variant": c[0], "lr": c[1], "seed": c[2], "telemetry.max_score": c[3],
+             "diverged": c[4] if len(c) > 4 else False, "config.name": protocol} for c in cells]
+    return pd.DataFrame(rows)
+
+
+def a3_table(diffs, gates=None, bias_std=None, softmax=0.6):
+    n = len(diffs)
+    return pd.DataFrame({
+        "layer": range(n),
+        "a3_entropy": [softmax + d for d in diffs],
+        "softmax_entropy": [softmax] * n,
+        "entropy_diff": list(diffs),
+        "a3_gate_mean": gates if gates is not None else [0.9] * n,
+        "a3_gate_init": [tables.A3_GATE_INIT] * n,
+        "a3_bias_std": bias_std if bias_std is not None else [0.2] * n,
+        "a3_lr": [3e-3] * n,
+        "softmax_lr": [3e-4] * n,
+    })
+
+
+def entropy_frame(values):
+    """values: variant -> (mean, share sharp, share diffuse), two seeds each."""
+    return pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "mean": m, "share_below_0.3": sharp,
+                          "share_above_0.8": diffuse}
+                         for v, (m, sharp, diffuse) in values.items() for s in (0, 1)])
+
+
+def score_frame(per_variant):
+    """per_variant: variant -> {seed: [max score per layer]}; the seed mean as tables computes it."""
+    rows = []
+    for variant, seeds in per_variant.items():
+        for seed, layers in seeds.items():
+            for layer, top in enumerate(layers):
+                rows.append({"variant": variant, "lr": 3e-3, "seed": seed, "layer": layer,
+                             "mean_max_score": top / 2, "max_score": top,
+                             tables.SEED_MEAN_OVER_LAYERS: float(np.mean(layers))})
+    return pd.DataFrame(rows)
+
+
+def contest_frame(means, lrs=None):
+    lrs = lrs or {}
+    return pd.DataFrame([{"variant": v, "lr": lrs.get(v, 3e-3), "n_seeds": 3, "best_val_mean": m}
+                         for v, m in means.items()])
+
+
+def run_check(check, protocol="paper", **frames):
+    return check(frames, PUB, protocol)
+
+
+def is_verdict(claim, outcome, protocol="paper"):
+    return claim.verdict == claims.verdict(outcome, protocol, PUB)
+
+
+# ---- verdict text and the ledger frame
+
+
+def test_verdict_names_the_protocol():
+    assert claims.verdict(claims.HOLDS, "smoke", PUB) == "holds at smoke"
+    assert claims.verdict(claims.PARTLY, "default", PUB) == "partly at default"
+    assert claims.verdict(claims.FAILS, "smoke", PUB) == "not reproduced at smoke"
+    assert claims.verdict(claims.FAILS, "paper", PUB) == "fails at paper"
+    assert claims.verdict(claims.FAILS, "smoke", PUB, protocol_bound=False) == "fails at smoke"
+    assert claims.verdict(claims.UNTESTED, "smoke", PUB) == "not tested"
+
+
+def test_protocol_comes_from_runs_config_name():
+    assert claims.build_protocol({"runs": runs_frame([("yat", 3e-3, 0, 1.0)], "smoke")}) == "smoke"
+    mixed = pd.concat([runs_frame([("yat", 3e-3, 0, 1.0)], "smoke"), runs_frame([("yat", 3e-3, 1, 1.0)], "paper")])
+    assert claims.build_protocol({"runs": mixed}) == "mixed: paper, smoke"
+    assert claims.build_protocol({}) == "unknown"
+
+
+def test_ledger_on_empty_tables_is_untested_with_stable_columns():
+    empty = {name: pd.DataFrame() for name in claims.TABLE_NAMES}
+    empty["runs"] = runs_frame([("softmax", 3e-3, 0, 1.0)], "smoke")
+    ledger = claims.ledger(empty)
+    assert list(ledger.columns) == ["source", "claim", "check", "measured", "published", "verdict", "protocol",
+                                    "note"]
+    assert (ledger.verdict == "not tested").all()
+    assert (ledger.protocol == "smoke").all()
+
+
+def test_ledger_reads_every_table_the_workflow_declares():
+    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
+    declared = set(re.findall(r'"([a-z0-9_]+)"', re.search(r"TABLE_NAMES = \[(.*?)\]", text, re.S).group(1)))
+    assert set(claims.TABLE_NAMES) - {"runs"} <= declared
+    assert "a3_vs_softmax_entropy" in declared
+
+
+# ---- the b = 0 ablation: yat vs yat_b at the same LR only
+
+
+def test_ablation_at_different_lrs_only_is_not_compared():
+    runs = runs_frame([("yat", 3e-4, s, 443508.0) for s in range(3)] + [("yat_b", 3e-3, s, 61221.0) for s in range(3)])
+    claim = run_check(claims.ablation_untames, runs=runs)
+    assert claim.verdict == claims.UNTESTED
+    assert "mixes LRs" in claim.note
+
+
+def test_ablation_compares_only_shared_seeds():
+    runs = runs_frame([("yat", 3e-3, 1, 443508.0), ("yat_b", 3e-3, 0, 61221.0)])
+    assert run_check(claims.ablation_untames, runs=runs).verdict == claims.UNTESTED
+
+
+def test_ablation_at_matched_lr_holds_as_published():
+    runs = runs_frame([("yat", 3e-3, 0, 169234.0), ("yat_b", 3e-3, 0, 61221.0)])
+    claim = run_check(claims.ablation_untames, runs=runs)
+    assert is_verdict(claim, claims.HOLDS)
+    assert "2.76× at 3e-3" in claim.measured
+    assert "7.2× mixed LRs" in claim.published and "2.8× at matched 3e-3" in claim.published
+
+
+def test_ablation_ignores_a_larger_yat_score_at_another_lr():
+    # the mixed-LR ratio would be 443,508 / 211,756 = 2.1x; at the matched LR yat_b is above yat
+    runs = runs_frame([("yat", 3e-4, 0, 443508.0), ("yat", 3e-3, 0, 169234.0), ("yat_b", 3e-3, 0, 211756.0)])
+    claim = run_check(claims.ablation_untames, runs=runs)
+    assert is_verdict(claim, claims.FAILS)
+    assert claim.verdict == "fails at paper"
+    assert "3e-4" not in claim.measured
+    smoke = run_check(claims.ablation_untames, protocol="smoke", runs=runs)
+    assert smoke.verdict == "not reproduced at smoke"
+
+
+def test_ablation_partly_when_not_several_fold_at_every_lr():
+    runs = runs_frame([("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0),
+                       ("yat", 3e-3, 0, 150.0), ("yat_b", 3e-3, 0, 100.0)])
+    assert is_verdict(run_check(claims.ablation_untames, runs=runs), claims.PARTLY)
+
+
+def test_ablation_leaves_diverged_cells_out():
+    runs = runs_frame([("yat", 3e-3, 0, 300.0), ("yat_b", 3e-3, 0, 1e9, True),
+                       ("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0)])
+    table = claims.matched_lr_scores(runs)
+    assert list(table.lr) == [1e-3]
+    assert is_verdict(run_check(claims.ablation_untames, runs=runs), claims.HOLDS)
+
+
+# ---- A3: early layers softer than softmax, deep layers sharper
+
+
+def test_a3_softer_than_softmax_everywhere_does_not_pass():
+    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.2, 0.15, 0.1, 0.05]))
+    assert is_verdict(claim, claims.FAILS)
+
+
+def test_a3_equal_to_softmax_does_not_pass_even_when_entropy_falls_with_depth():
+    # A3's first layer is softer than its last (the old check), but so is softmax's: no evidence for A3
+    table = a3_table([0.0, 0.0, 0.0, 0.0])
+    table["softmax_entropy"] = table["a3_entropy"] = [0.9, 0.7, 0.5, 0.3]
+    assert is_verdict(run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=table), claims.FAILS)
+
+
+def test_a3_sharper_than_softmax_everywhere_does_not_pass():
+    table = a3_table([-0.2, -0.1, -0.1, -0.2])
+    claim = run_check(claims.a3_early_layers_softer, protocol="smoke", a3_vs_softmax_entropy=table)
+    assert claim.verdict == "not reproduced at smoke"
+
+
+def test_a3_early_softer_deep_sharper_holds():
+    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.1, 0.05, -0.02, -0.1]))
+    assert is_verdict(claim, claims.HOLDS)
+    assert "early layers softer, deep layers sharper" in claim.measured
+
+
+def test_a3_pattern_on_average_only_is_partly():
+    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.2, -0.01, -0.05, -0.1]))
+    assert is_verdict(claim, claims.PARTLY)
+
+
+def test_a3_odd_depth_leaves_the_middle_layer_out():
+    assert claims.early_and_deep(3) == ([0], [2])
+    assert claims.early_and_deep(6) == ([0, 1, 2], [3, 4, 5])
+    table = a3_table([0.1, 0.3, -0.1])
+    assert is_verdict(run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=table), claims.HOLDS)
+
+
+def test_a3_note_says_what_sharpens():
+    below = run_check(claims.a3_early_layers_softer,
+                      a3_vs_softmax_entropy=a3_table([0.1, -0.1], gates=[0.9, 0.6], bias_std=[0.1, 0.5]))
+    assert "not the gate's" in below.note and "0.60" in below.note and "0.50" in below.note
+    above = run_check(claims.a3_early_layers_softer,
+                      a3_vs_softmax_entropy=a3_table([0.1, -0.1], gates=[0.9, 1.4]))
+    assert "G above init sharpens (layers 1)" in above.note
+
+
+def _bundle(variant, seed, lr, entropy_per_layer, gate=None, bias_std=None):
+    tel = {"entropy": {"mean_per_layer": entropy_per_layer}}
+    if gate is not None:
+        tel["a3_gate_mean"], tel["a3_bias_std"] = gate, bias_std
+    return {"variant": variant, "seed": seed, "lr": lr, "telemetry": tel}
+
+
+def test_a3_vs_softmax_table_per_layer():
+    contest = {
+        "a3": [_bundle("a3", 0, 1e-2, [0.7, 0.4], gate=[[0.9, 0.8], [0.5, 0.3]], bias_std=[[0.2, 0.4], [0.1, 0.1]]),
+               _bundle("a3", 1, 1e-2, [0.9, 0.2], gate=[[1.0, 0.9], [0.5, 0.5]], bias_std=[[0.2, 0.2], [0.3, 0.1]])],
+        "softmax": [_bundle("softmax", 0, 3e-3, [0.6, 0.5]), _bundle("softmax", 1, 3e-3, [0.6, 0.5])],
+    }
+    table = tables.a3_vs_softmax_table(contest)
+    assert list(table.columns) == tables.A3_VS_SOFTMAX_COLUMNS
+    assert table.a3_entropy.tolist() == pytest.approx([0.8, 0.3])
+    assert table.entropy_diff.tolist() == pytest.approx([0.2, -0.2])
+    assert table.a3_gate_mean.tolist() == pytest.approx([0.9, 0.45])
+    assert table.a3_bias_std.tolist() == pytest.approx([0.25, 0.15])
+    assert table.a3_gate_init.iloc[0] == pytest.approx(1 / (1 + math.exp(-3)))
+    assert tables.a3_vs_softmax_table({"a3": contest["a3"]}).empty
+
+
+# ---- kernel rows more diffuse: yat_b (the posts' maps) against softmax
+
+
+def test_diffuse_uses_yat_b_not_yat():
+    holds = entropy_frame({"softmax": (0.5, 0.2, 0.1), "yat_b": (0.7, 0.0, 0.4), "yat": (0.4, 0.3, 0.1)})
+    assert is_verdict(run_check(claims.kernel_more_diffuse, entropy=holds), claims.HOLDS)
+    fails = entropy_frame({"softmax": (0.5, 0.2, 0.1), "yat_b": (0.4, 0.3, 0.1), "yat": (0.7, 0.0, 0.4)})
+    claim = run_check(claims.kernel_more_diffuse, protocol="smoke", entropy=fails)
+    assert claim.verdict == "not reproduced at smoke"
+    assert "0.74" in claim.note and "yat_b's maps" in claim.note
+
+
+def test_diffuse_with_more_sharp_rows_is_partly():
+    frame = entropy_frame({"softmax": (0.5, 0.1, 0.1), "yat_b": (0.6, 0.2, 0.4)})
+    assert is_verdict(run_check(claims.kernel_more_diffuse, entropy=frame), claims.PARTLY)
+
+
+def test_diffuse_without_softmax_is_untested():
+    frame = entropy_frame({"yat_b": (0.6, 0.2, 0.4)})
+    assert run_check(claims.kernel_more_diffuse, entropy=frame).verdict == claims.UNTESTED
+
+
+# ---- score scale
+
+
+@pytest.mark.parametrize("kernel_max, outcome", [(5000.0, claims.HOLDS), (500.0, claims.PARTLY),
+                                                 (40.0, claims.FAILS)])
+def test_kernel_scores_larger(kernel_max, outcome):
+    scores = score_frame({"softmax": {0: [10.0, 30.0], 1: [20.0, 40.0]},
+                          "yat": {0: [kernel_max, kernel_max / 2], 1: [kernel_max / 4, kernel_max / 4]}})
+    claim = run_check(claims.kernel_scores_larger, score_scale=scores)
+    assert is_verdict(claim, outcome)
+    # per seed, the mean over layers of the max: softmax 20 and 30, so the range reads 20–30
+    assert "vs 20–30" in claim.measured
+    assert "17,000–68,000" in claim.published
+
+
+def test_score_scale_seed_mean_is_the_mean_over_layers_of_each_seed(monkeypatch):
+    def bundle(variant, seed, per_layer, path):
+        tel = {"max_score_per_layer": per_layer, "mean_max_score_per_layer": [x / 2 for x in per_layer],
+               "entropy": {"mean": 0.5, "share_sharp": 0.1, "share_diffuse": 0.2,
+                           "mean_per_layer": [0.5] * len(per_layer),
+                           "mean_per_layer_head": [[0.5]] * len(per_layer)}}
+        if variant == "yat":
+            tel["mass_auroc"] = 0.5
+        return {"variant": variant, "seed": seed, "lr": 3e-3, "telemetry": tel, "path": path}
+
+    bundles = [bundle("softmax", 0, [1.0, 3.0, 8.0], "s0"), bundle("softmax", 1, [2.0, 2.0, 2.0], "s1"),
+               bundle("yat", 0, [10.0, 20.0, 60.0], "y0")]
+    runs = pd.DataFrame([{"variant": b["variant"], "lr": b["lr"], "seed": b["seed"], "path": b["path"]}
+                         for b in bundles])
+    grid_spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3},
+                 "contest_seeds": [0, 1]}
+    arrays = {"mass": np.array([[1.0, 2.0, 3.0, 10.0]]), "correct": np.array([[True, False, False, True]])}
+    monkeypatch.setattr(tables, "read_arrays", lambda folder, name: arrays)
+    out = tables.telemetry_tables(runs, grid_spec, {b["path"]: b for b in bundles})
+    score = out["score_scale"][0]
+    per_seed = score.groupby(["variant", "seed"])[tables.SEED_MEAN_OVER_LAYERS].unique()
+    assert per_seed.map(list).tolist() == [[4.0], [2.0], [30.0]]
+    auroc = out["mass_auroc"][0]
+    assert auroc.mass_correct_mean.tolist() == [5.5] and auroc.mass_wrong_mean.tolist() == [2.5]
+
+
+def test_mass_by_correctness(monkeypatch):
+    arrays = {"mass": np.array([[[1.0, 4.0], [2.0, 8.0]]]), "correct": np.array([[[True, False], [True, False]]])}
+    monkeypatch.setattr(tables, "read_arrays", lambda folder, name: arrays)
+    assert tables.mass_by_correctness(Path("x")) == (1.5, 6.0)
+
+
+# ---- the mass channel
+
+
+def test_mass_auroc_null():
+    near = pd.DataFrame({"variant": ["yat", "yat", "yat_b"], "lr": 3e-3, "seed": [0, 1, 0],
+                         "mass_auroc": [0.51, 0.49, 0.52], "mass_correct_mean": [2.0, 3.0, 4.0],
+                         "mass_wrong_mean": [2.5, 3.5, 4.5]})
+    claim = run_check(claims.mass_auroc_null, mass_auroc=near)
+    assert is_verdict(claim, claims.HOLDS)
+    assert "yat 2.5 vs 3" in claim.note
+    far = near.assign(mass_auroc=[0.6, 0.58, 0.52])
+    assert is_verdict(run_check(claims.mass_auroc_null, mass_auroc=far), claims.FAILS)
+
+
+def brute_force_auroc(mass, correct):
+    mass, correct = np.ravel(mass), np.ravel(correct).astype(bool)
+    pos, neg = mass[correct], mass[~correct]
+    wins = (pos[:, None] > neg[None, :]).sum() + 0.5 * (pos[:, None] == neg[None, :]).sum()
+    return wins / (len(pos) * len(neg))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_mass_auroc_matches_pairwise_count_with_ties(seed):
+    rng = np.random.default_rng(seed)
+    mass = rng.integers(0, 6, size=(3, 4, 17)).astype(np.float32)  # few distinct values: many ties
+    correct = rng.random((3, 4, 17)) < 0.3 + 0.1 * seed
+    assert mass_auroc(mass, correct) == pytest.approx(brute_force_auroc(mass, correct), abs=1e-12)
+
+
+def test_mass_auroc_extremes():
+    mass = np.arange(10.0)
+    assert mass_auroc(mass, mass >= 5) == 1.0
+    assert mass_auroc(mass, mass < 5) == 0.0
+    assert mass_auroc(np.ones(10), mass >= 5) == 0.5
+    assert math.isnan(mass_auroc(mass, np.ones(10, dtype=bool)))
+
+
+# ---- normalised entropy
+
+
+def reference_entropy(weights, min_keys):
+    """Entropy of each row over its visible keys / log(visible count); NaN for rows with < min_keys keys."""
+    *lead, length, _ = weights.shape
+    out = np.full((*lead, length), np.nan)
+    for i in range(length):
+        visible = i + 1
+        if visible < min_keys:
+            continue
+        p = weights[..., i, :visible].astype(np.float64)
+        terms = np.zeros_like(p)
+        nz = p > 0
+        terms[nz] = p[nz] * np.log(p[nz])
+        out[..., i] = -terms.sum(-1) / np.log(visible)
+    return out
+
+
+@pytest.mark.parametrize("min_keys", [2, 5, 16])
+def test_normalised_entropy_matches_numpy_reference(min_keys):
+    import jax.numpy as jnp
+
+    from attnlab.training.probe import normalised_entropy
+
+    rng = np.random.default_rng(min_keys)
+    batch, heads, length = 2, 3, 24
+    raw = rng.exponential(size=(batch, heads, length, length)) ** 3
+    raw[rng.random(raw.shape) < 0.2] = 0.0  # exact zeros inside the window, as a kernel can give
+    raw[0, 0, 20] = 0.0
+    raw[0, 0, 20, 3] = 1.0  # one one-hot row: entropy 0
+    raw[1, 2, 23, :] = 1.0  # one uniform row: entropy 1
+    causal = np.tril(np.ones((length, length), dtype=bool))
+    raw = np.where(causal, raw, 0.0)
+    raw[..., 0, 0] = 1.0
+    raw[raw.sum(-1) == 0, 0] = 1.0
+    weights = (raw / raw.sum(-1, keepdims=True)).astype(np.float32)
+    visible = jnp.arange(1, length + 1, dtype=jnp.float32)
+    got = np.asarray(normalised_entropy(jnp.asarray(weights), visible, min_keys))
+    want = reference_entropy(weights, min_keys)
+    assert got.shape == want.shape == (batch, heads, length)
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert np.isnan(got[..., : min_keys - 1]).all() and np.isfinite(got[..., min_keys - 1:]).all()
+    np.testing.assert_allclose(got[np.isfinite(got)], want[np.isfinite(want)], atol=2e-6)
+    assert got[0, 0, 20] == pytest.approx(0.0, abs=1e-6)
+    assert got[1, 2, 23] == pytest.approx(1.0, abs=1e-5)
+
+
+# ---- the grid with auto contest LRs
+
+
+GRID_CFG = {"name": "t", "variants": ["softmax", "a3"],
+            "contest": {"seeds": [0, 1, 2], "lr": {"softmax": 3e-3, "a3": "auto"}},
+            "sweep": {"seed": 0, "lrs": [1e-3, 3e-3, 1e-2]}}
+
+
+def test_grid_unresolved_auto_contributes_only_sweep_cells():
+    spec = grid(GRID_CFG)
+    a3 = [c for c in spec["cells"] if c[0] == "a3"]
+    assert sorted(a3) == [("a3", 1e-3, 0), ("a3", 3e-3, 0), ("a3", 1e-2, 0)]
+    assert "a3" not in spec["contest_lr"] and spec["contest_lr"]["softmax"] == 3e-3
+    softmax = [c for c in spec["cells"] if c[0] == "softmax"]
+    assert len(softmax) == 5 and ("softmax", 3e-3, 0) in softmax  # 3 sweep + 3 contest, one shared
+
+
+def test_grid_resolved_auto_adds_contest_cells_once():
+    spec = grid(GRID_CFG, {"a3": 1e-2})
+    a3 = sorted(c for c in spec["cells"] if c[0] == "a3")
+    assert a3 == [("a3", 1e-3, 0), ("a3", 3e-3, 0), ("a3", 1e-2, 0), ("a3", 1e-2, 1), ("a3", 1e-2, 2)]
+    assert spec["contest_lr"]["a3"] == 1e-2
+    assert len(spec["cells"]) == len(set(spec["cells"]))
+    off_sweep = grid(GRID_CFG, {"a3": 5e-3})
+    assert len([c for c in off_sweep["cells"] if c[0] == "a3"]) == 6
+    assert spec["protocol"] == "t"
+
+
+# ---- the other checks, each on both sides
+
+
+def test_kernel_gap():
+    holds = contest_frame({"softmax": 1.4923, "yat_b": 1.5089, "yat": 1.5163})
+    claim = run_check(claims.kernel_gap, contest=holds)
+    assert is_verdict(claim, claims.HOLDS) and "yat_b" in claim.measured and "mixes" in claim.note
+    kernel_wins = contest_frame({"softmax": 1.52, "yat_b": 1.50})
+    assert is_verdict(run_check(claims.kernel_gap, contest=kernel_wins), claims.FAILS)
+
+
+def _sweep(variant, losses, diverged=()):
+    return pd.DataFrame([{"variant": variant, "lr": lr, "best_val_loss": loss, "final_val_loss": loss,
+                          "diverged": lr in diverged, "diverged_step": np.nan} for lr, loss in losses.items()])
+
+
+def test_softmax_dies_at_high_lr():
+    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58})
+    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies), claims.HOLDS)
+    diverged = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=(1e-2,))
+    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged), claims.HOLDS)
+    lives = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.52})
+    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=lives), claims.FAILS)
+    no_top = _sweep("softmax", {3e-4: 1.48, 3e-3: 1.52})
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=no_top).verdict == claims.UNTESTED
+
+
+def test_kernel_lr_band():
+    narrow = _sweep("yat", {3e-4: 1.5166, 1e-3: 1.5098, 3e-3: 1.5007, 1e-2: 1.5092})
+    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=narrow), claims.HOLDS)
+    wide = _sweep("yat", {3e-4: 1.5, 1e-2: 1.8})
+    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=wide), claims.FAILS)
+    diverged = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5}, diverged=(1e-2,))
+    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=diverged), claims.FAILS)
+
+
+def test_a3_valid_distributions_and_start():
+    good = pd.DataFrame({"seed": [0], "max_diff_vs_softmax": [0.02], "max_diff_vs_tempered_softmax": [1e-4],
+                         "max_row_sum_error": [3e-4]})
+    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=good).verdict == "holds at smoke"
+    bad = good.assign(max_row_sum_error=[0.1])
+    # a construction property: it fails at any protocol, never "not reproduced"
+    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=bad).verdict == "fails at smoke"
+    start = run_check(claims.a3_starts_at_softmax, protocol="smoke", a3_init=good)
+    assert start.verdict == "fails at smoke" and "temperature 1.050" in start.measured
+    exact = good.assign(max_diff_vs_softmax=[1e-5], max_diff_vs_tempered_softmax=[1e-5])
+    assert is_verdict(run_check(claims.a3_starts_at_softmax, a3_init=exact), claims.HOLDS)
+
+
+def test_a3_overhead_small():
+    small = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [2_719_169, 2_720_000]})
+    assert is_verdict(run_check(claims.a3_overhead_small, params=small), claims.HOLDS)
+    large = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [1000, 1100]})
+    assert is_verdict(run_check(claims.a3_overhead_small, params=large), claims.FAILS)
