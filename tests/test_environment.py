@@ -1,26 +1,133 @@
-"""pyproject.toml and environment.yml must install the same packages."""
+"""pyproject.toml, environment.yml and the lock constraints.txt must describe one environment."""
 
 import re
 import tomllib
+from importlib import metadata
 
+import pytest
 import yaml
+from packaging.markers import default_environment
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
+from attnlab.pipeline.environment import installed_versions, read_lock, version_drift
 from conftest import REPO
+
+LOCK = REPO / "constraints.txt"
 
 
 def package_names(requirements):
     return {re.split(r"[<>=!~\[ ]", r.strip(), maxsplit=1)[0].lower() for r in requirements}
 
 
+def pyproject_requirements() -> list[Requirement]:
+    return [Requirement(r) for r in tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["dependencies"]]
+
+
+def environment_pip() -> list[str]:
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    return next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+
+
+def lock_lines() -> list[str]:
+    return [line.strip() for line in LOCK.read_text().splitlines() if line.strip() and not line.startswith("#")]
+
+
 def test_pyproject_and_environment_name_the_same_packages():
-    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text())
-    env = yaml.safe_load((REPO / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
-    env_packages = package_names(p for p in pip_section if not p.startswith("-e"))
-    assert package_names(pyproject["project"]["dependencies"]) == env_packages
+    env_packages = package_names(p for p in environment_pip() if not p.startswith("-"))
+    assert package_names(str(r) for r in pyproject_requirements()) == env_packages
 
 
-def test_environment_installs_the_project_itself():
-    env = yaml.safe_load((REPO / "environment.yml").read_text())
-    pip_section = next(d["pip"] for d in env["dependencies"] if isinstance(d, dict) and "pip" in d)
+def test_pyproject_and_environment_give_the_same_bounds():
+    env = {canonicalize_name(r.name): r.specifier
+           for r in (Requirement(p) for p in environment_pip() if not p.startswith("-"))}
+    assert env == {canonicalize_name(r.name): r.specifier for r in pyproject_requirements()}
+
+
+def test_environment_installs_the_project_itself_through_the_lock():
+    pip_section = environment_pip()
     assert "-e ." in pip_section
+    assert "-c constraints.txt" in pip_section
+
+
+def test_the_lock_pins_every_line_exactly_once_and_not_the_project():
+    names = []
+    for line in lock_lines():
+        assert re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9._-]*==[^\s=<>!~;]+", line), f"not an exact pin: {line!r}"
+        names.append(canonicalize_name(line.split("==")[0]))
+    assert len(names) == len(set(names)), "a package is pinned twice"
+    assert "attnlab" not in names, "the project itself must not be pinned (it is installed editable)"
+
+
+def test_every_dependency_is_pinned_at_a_version_its_bound_allows():
+    lock = read_lock(LOCK)
+    for requirement in pyproject_requirements():
+        name = canonicalize_name(requirement.name)
+        assert name in lock, f"{requirement.name} has no pinned version in constraints.txt; regenerate the lock"
+        assert requirement.specifier.contains(lock[name], prereleases=True), \
+            f"constraints.txt pins {name}=={lock[name]}, outside pyproject.toml's {requirement}"
+
+
+def test_everything_the_project_pulls_in_is_pinned():
+    """The installed closure of attnlab's requirements (markers evaluated here) is all in the lock."""
+    lock, marker_env = read_lock(LOCK), default_environment()
+    todo, seen = [Requirement(r) for r in metadata.requires("attnlab") or []], set()
+    while todo:
+        requirement = todo.pop()
+        marker_env["extra"] = ""
+        if requirement.marker is not None and not requirement.marker.evaluate(marker_env):
+            continue
+        name = canonicalize_name(requirement.name)
+        if name in seen:
+            continue
+        seen.add(name)
+        assert name in lock, f"{name} (needed by attnlab) has no pinned version in constraints.txt"
+        try:
+            todo += [Requirement(r) for r in metadata.requires(requirement.name) or []]
+        except metadata.PackageNotFoundError:
+            pytest.fail(f"{name} is required but not installed")
+    assert len(seen) > 20
+
+
+def test_lock_is_python_3_11_like_environment_yml():
+    env = yaml.safe_load((REPO / "environment.yml").read_text())
+    assert "python=3.11" in env["dependencies"]
+    assert "Python 3.11" in LOCK.read_text().split("\n", 2)[1]
+
+
+@pytest.mark.parametrize("path,line", [
+    ("README.md", ".venv/bin/pip install -c constraints.txt -e ."),
+    (".ci/run", "python -m pip install --quiet -c constraints.txt -e ."),
+])
+def test_install_commands_use_the_lock(path, line):
+    assert line in (REPO / path).read_text()
+
+
+def test_version_drift_lists_only_installed_packages_off_their_pin(tmp_path):
+    installed = installed_versions()
+    lock = tmp_path / "constraints.txt"
+    lock.write_text("\n".join([
+        "# a comment",
+        f"PyYAML=={installed['pyyaml']}",  # spelled as pip freeze does; matches
+        "numpy==0.0.1  # drifted",
+        "no-such-package-attnlab==1.0",  # not installed here: not drift
+        "-e .",
+        "",
+    ]))
+    drift = version_drift(lock)
+    assert drift == [f"numpy {installed['numpy']} installed, 0.0.1 locked"]
+
+
+def test_version_drift_of_a_matching_lock_is_empty(tmp_path):
+    installed = installed_versions()
+    lock = tmp_path / "constraints.txt"
+    lock.write_text("".join(f"{name}=={version}\n" for name, version in installed.items() if name != "attnlab"))
+    assert version_drift(lock) == []
+
+
+def test_environment_module_stays_jax_free():
+    import subprocess
+    import sys
+    code = ("import sys, attnlab.pipeline.environment as e; e.version_drift(e.LOCK); "
+            "assert 'jax' not in sys.modules and 'flax' not in sys.modules")
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0

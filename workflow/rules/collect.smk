@@ -7,9 +7,9 @@ rule collect_tables:
     params:
         code=pipeline_code("attnlab.pipeline.tables"),
         grid=grid_json,
-        out="results/tables",
+        out=paths.TABLES,
     log:
-        "results/logs/collect_tables.log",
+        str(paths.LOGS / "collect_tables.log"),
     message:
         "Collecting every bundle into tables"
     shell:

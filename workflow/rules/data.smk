@@ -4,7 +4,7 @@ rule fetch_corpus:
     params:
         identity=data_identity,
     log:
-        "results/logs/fetch_corpus.log",
+        str(paths.LOGS / "fetch_corpus.log"),
     message:
         "Fetching and verifying the corpus"
     shell:

@@ -2,7 +2,7 @@ rule train_cell:
     input:
         corpus=paths.CORPUS,
     output:
-        bundle=directory("results/runs/{variant}/lr{lr}/seed{seed}"),
+        bundle=directory(str(paths.CELL_PATTERN)),
     params:
         cell=cell_config_json,
         code=training_code,
@@ -12,7 +12,7 @@ rule train_cell:
     resources:
         mem_mb=train_mem_mb,
     log:
-        "results/logs/train/{variant}/lr{lr}/seed{seed}.log",
+        str(paths.LOGS / "train" / "{variant}" / "lr{lr}" / "seed{seed}.log"),
     message:
         "Training {wildcards.variant} lr={wildcards.lr} seed={wildcards.seed}"
     shell:
@@ -27,11 +27,11 @@ checkpoint select_lr:
     input:
         bundles=sweep_cells,
     output:
-        choice="results/selected_lr/{variant}.json",
+        choice=str(paths.SELECTED_LR / "{variant}.json"),
     params:
         code=pipeline_code("attnlab.pipeline.tables"),
     log:
-        "results/logs/select_lr/{variant}.log",
+        str(paths.LOGS / "select_lr" / "{variant}.log"),
     message:
         "Choosing {wildcards.variant}'s contest LR from its sweep"
     shell:

@@ -91,6 +91,9 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]
     if model["d_model"] % model["heads"]:
         problems.append(f"model.heads: {model['heads']} does not divide model.d_model {model['d_model']}")
+    if model.get("kv_heads") is not None and model["heads"] % model["kv_heads"]:
+        problems.append(f"model.kv_heads: {model['kv_heads']} does not divide model.heads {model['heads']}; "
+                        "each key/value head serves a whole group of query heads (null means heads)")
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} is larger than train.steps {train['steps']}; "
                         "no evaluation would run, lower it")
@@ -153,8 +156,8 @@ def parse_yaml(text: str, source: str):
             if node is None:
                 return None
             if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
-                raise ConfigError(f"config file {source} expands its YAML aliases to more than "
-                                  f"{MAX_EXPANDED_NODES:,} values; write the values out instead of nesting aliases")
+                raise ConfigError(f"its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} values; "
+                                  "write the values out instead of nesting aliases")
             return loader.construct_document(node)
         finally:
             loader.dispose()
@@ -231,7 +234,8 @@ def _describe(error: jsonschema.ValidationError) -> str:
         return f"{key}: {error.message}; allowed keys here: {', '.join(allowed)}"
     if isinstance(error.instance, str) and _looks_numeric(error.instance):
         return f"{key}: {error.instance!r} is text, not a number; write it with a decimal point (e.g. 3.0e-4)"
-    if error.validator == "type" and error.validator_value == "integer" and isinstance(error.instance, float):
+    if error.validator == "type" and "integer" in (error.validator_value if isinstance(error.validator_value, list)
+                                                   else [error.validator_value]) and isinstance(error.instance, float):
         return f"{key}: {error.instance!r} is not a whole number; write it without a decimal point"
     if key.startswith(("contest.seeds", "sweep.seed")) and error.validator in ("maximum", "minimum"):
         return f"{key}: seed {error.instance} is outside 0 <= seed < 2^32; pick a seed in that range"

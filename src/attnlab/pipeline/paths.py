@@ -23,6 +23,7 @@ SELECTED_LR = RESULTS / "selected_lr"
 CORPUS = RESULTS / "data" / "corpus.txt"
 COMPILE_CACHE = RESULTS / "jax-cache"
 RUNS_TABLE = TABLES / "runs.csv"
+CELL_PATTERN = RUNS / "{variant}" / "lr{lr}" / "seed{seed}"  # the same layout as cell_bundle, as wildcards
 
 
 def cell_bundle(variant: str, lr: float, seed: int) -> Path:

@@ -33,6 +33,7 @@ import pandas as pd
 from flax import nnx
 
 from attnlab.core import provenance
+from attnlab.core.bundle_format import cell_dir
 from attnlab.core.config_types import model_config, telemetry_config, to_json, train_config
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
@@ -211,6 +212,10 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
     """Train one cell from its config slice and write its bundle; returns bundle.json's content."""
     check_cell(variant, lr, seed)
     out = check_out_dir(out, variant, lr, seed)  # refuse a bad --out before any compute
+    own = cell_dir(Path(checkpoint_dir).resolve(), variant, lr, seed) if checkpoint_dir is not None else None
+    if own is not None and (own == out or out in own.parents or own in out.parents):
+        raise ConfigError(f"--checkpoint-dir {checkpoint_dir} would put this cell's checkpoints at {own}, which "
+                          f"overlaps --out {out}; keep checkpoints outside the bundle (nothing was trained)")
     checkpoints = ResumeCheckpoints(checkpoint_dir, variant, lr, seed)
     cell = Cell(cfg, variant, lr, seed, corpus_path, log)
     identity = cell_identity(cfg, variant, lr, seed, code_fingerprint)

@@ -1,0 +1,594 @@
+"""Issue 14, tried as a hostile user would: every reproduction ends in a clear refusal or a correct result.
+
+Process faults run as real subprocesses (`python -m attnlab.cli`, `python -m
+attnlab.training.train`). Each refusal is exit code 2 with the named message
+and no traceback, and each test snapshots a directory tree (paths and sha256)
+before and after, so that nothing outside the run's own folders changed.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir
+from attnlab.core.config import cell_slice, load_config, parse_yaml, schema, validate_config
+from attnlab.core.errors import ConfigError
+from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.pipeline.tables import collect
+from conftest import REPO
+from workspace import make_workspace, snakemake
+
+CELL = ("softmax", 3e-3, 0)
+
+
+# ---- helpers
+
+
+def tree(root: Path) -> dict[str, str]:
+    """relative path -> sha256 of a regular file, or what else it is; every folder and link included."""
+    root = Path(root)
+    state = {}
+    for here, dirs, files in os.walk(root, followlinks=False):
+        for name in dirs + files:
+            path = Path(here) / name
+            rel = str(path.relative_to(root))
+            mode = path.lstat().st_mode
+            if stat.S_ISLNK(mode):
+                state[rel] = f"link -> {os.readlink(path)}"
+            elif stat.S_ISDIR(mode):
+                state[rel] = "dir"
+            elif stat.S_ISREG(mode):
+                state[rel] = hashlib.sha256(path.read_bytes()).hexdigest()
+            else:
+                state[rel] = "special"
+    return state
+
+
+def changed(before: dict, after: dict) -> set[str]:
+    return {p for p in before.keys() | after.keys() if before.get(p) != after.get(p)}
+
+
+def assert_only_changed(before: dict, after: dict, *allowed: str) -> None:
+    """Every added, removed or edited path lies inside one of `allowed` (paths relative to the snapshot)."""
+    def inside(path: str) -> bool:
+        if any(path == a or path.startswith(a.rstrip("/") + "/") for a in allowed):
+            return True
+        made_to_hold_one = path not in before and after.get(path) == "dir"
+        return made_to_hold_one and any(a.startswith(path + "/") for a in allowed)
+
+    outside = sorted(p for p in changed(before, after) if not inside(p))
+    assert not outside, f"changed outside the run's own folders: {outside}"
+
+
+def tiny_config(**sections) -> dict:
+    """The smoke config at 20 steps (eval every 10), with sections updated."""
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    cfg["train"].update(steps=20, eval_every=10)
+    for section, values in sections.items():
+        if isinstance(values, dict):
+            cfg.setdefault(section, {}).update(values)
+        else:
+            cfg[section] = values
+    return cfg
+
+
+def write_config(path: Path, cfg: dict | str) -> Path:
+    path.write_text(cfg if isinstance(cfg, str) else yaml.safe_dump(cfg, sort_keys=False))
+    return path
+
+
+def run(args: list, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    full_env = dict(os.environ, PYTHONUNBUFFERED="1")
+    full_env.update(env or {})
+    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=full_env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+def attnlab(*args, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
+    return run(["-m", "attnlab.cli", *args], cwd, env, timeout)
+
+
+def train_args(config: Path, out, corpus: Path, cache: Path, variant="softmax", lr="0.003", seed="0", *extra):
+    return ["train", "--config", config, "--variant", variant, "--lr", lr, "--seed", seed, "--out", out,
+            "--corpus", corpus, "--compile-cache", cache, *extra]
+
+
+def refused(result: subprocess.CompletedProcess, *named: str) -> None:
+    assert result.returncode == 2, f"rc {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
+    assert "Traceback" not in result.stderr, result.stderr[-3000:]
+    for text in named:
+        assert text in result.stderr, f"{text!r} not in: {result.stderr[-2000:]}"
+
+
+# ---- fixtures
+
+
+@pytest.fixture(scope="module")
+def cache(tmp_path_factory) -> Path:
+    """One JAX compilation cache for this module's runs (outside every snapshot)."""
+    return tmp_path_factory.mktemp("jax-cache")
+
+
+@pytest.fixture(scope="module")
+def corpus_copy(tmp_path_factory, corpus_path) -> Path:
+    """A verified corpus to pass as --corpus: reused as it is, never written (outside every snapshot)."""
+    dest = tmp_path_factory.mktemp("corpus") / "corpus.txt"
+    shutil.copyfile(corpus_path, dest)
+    return dest
+
+
+@pytest.fixture
+def ws(tmp_path) -> Path:
+    """A user's working folder, with files the project did not make."""
+    ws = tmp_path / "ws"
+    (ws / "mine" / "sub").mkdir(parents=True)
+    (ws / "mine" / "notes.txt").write_text("my notes\n")
+    (ws / "mine" / "sub" / "keep.txt").write_text("keep me\n")
+    write_config(ws / "tiny.yaml", tiny_config())
+    return ws
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory, corpus_path, cache):
+    """One successful `attnlab train` with --checkpoint-dir at a folder holding other files and other cells' state."""
+    ws = tmp_path_factory.mktemp("trained")
+    write_config(ws / "tiny.yaml", tiny_config())
+    ckpt = ws / "checkpoints"
+    (ckpt / "softmax").mkdir(parents=True)  # a folder on the cell's own path, holding a user's file
+    (ckpt / "softmax" / "keep.txt").write_text("mine\n")
+    (ckpt / "notes.txt").write_text("not attnlab's\n")
+    other = cell_dir(ckpt, "yat", 3e-3, 0)  # another cell's resumable state
+    other.mkdir(parents=True)
+    (other / ".attnlab-checkpoints").touch()
+    (other / "state.bin").write_bytes(b"\x00" * 64)
+    before = tree(ws)
+    out = cell_dir(ws / "runs", *CELL)
+    result = attnlab(*train_args(ws / "tiny.yaml", out, ws / "data" / "corpus.txt", cache, "softmax", "0.003", "0",
+                                 "--checkpoint-dir", ckpt), cwd=ws, env={"ATTNLAB_CORPUS": str(corpus_path)})
+    assert result.returncode == 0, result.stderr[-3000:]
+    return {"ws": ws, "out": out, "ckpt": ckpt, "before": before, "after": tree(ws), "result": result}
+
+
+@pytest.fixture
+def bundle_copy(trained, tmp_path):
+    """A copy of the trained bundle at its cell's place under tmp_path/runs."""
+    dest = cell_dir(tmp_path / "runs", *CELL)
+    shutil.copytree(trained["out"], dest)
+    return dest
+
+
+# ---- data loss: outputs are created, never cleared
+
+
+def test_checkpoint_dir_with_other_files_survives_a_successful_run(trained):
+    ckpt = trained["ckpt"]
+    assert_only_changed(trained["before"], trained["after"], "runs/softmax/lr0.003/seed0", "data/corpus.txt")
+    for path, state in trained["before"].items():
+        if path.startswith("checkpoints"):
+            assert trained["after"].get(path) == state, f"{path} changed"
+    assert (ckpt / "notes.txt").read_text() == "not attnlab's\n"
+    assert (ckpt / "softmax" / "keep.txt").read_text() == "mine\n"
+    assert (cell_dir(ckpt, "yat", 3e-3, 0) / "state.bin").is_file()
+    assert not (ckpt / "softmax" / "lr0.003").exists(), "the cell's own checkpoint folder outlived its bundle"
+    assert read_bundle(trained["out"])["steps_done"] == 20
+
+
+@pytest.mark.parametrize("where,named", [
+    ("mine", "mine"),  # a user's folder
+    ("runs", "runs"),  # a folder of bundles (--out results/runs)
+    (".", "already exists"),  # the working folder itself
+    ("other-cell", "not an earlier bundle of yat"),  # another cell's bundle
+])
+def test_out_over_anything_but_this_cells_bundle_is_refused_before_training(ws, trained, corpus_copy, cache,
+                                                                             where, named):
+    shutil.copytree(trained["out"], cell_dir(ws / "runs", *CELL))
+    out = {"mine": ws / "mine", "runs": ws / "runs", ".": Path("."),
+           "other-cell": cell_dir(ws / "runs", *CELL)}[where]
+    before = tree(ws)
+    started = time.monotonic()
+    result = attnlab(*train_args(ws / "tiny.yaml", out, corpus_copy, cache, "yat"), cwd=ws)
+    refused(result, named, "nothing was trained")
+    assert "step 0/" not in result.stdout and time.monotonic() - started < 60
+    assert tree(ws) == before
+    assert (ws / "mine" / "sub" / "keep.txt").read_text() == "keep me\n"
+
+
+@pytest.mark.slow
+def test_out_over_an_earlier_bundle_of_the_same_cell_is_replaced_whole(ws, trained, corpus_copy, cache):
+    out = cell_dir(ws / "runs", *CELL)
+    shutil.copytree(trained["out"], out)
+    cfg = tiny_config(train={"steps": 30, "eval_every": 10})
+    write_config(ws / "thirty.yaml", cfg)
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "thirty.yaml", out, corpus_copy, cache), cwd=ws)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert read_bundle(out)["steps_done"] == 30
+    assert_only_changed(before, tree(ws), "runs/softmax/lr0.003/seed0")
+    assert sorted(p.name for p in out.parent.iterdir()) == ["seed0"], "staging or old folders left behind"
+
+
+def test_checkpoint_dir_that_is_a_file_is_refused(ws, corpus_copy, cache):
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "tiny.yaml", ws / "out", corpus_copy, cache,
+                                 "softmax", "0.003", "0", "--checkpoint-dir", ws / "mine" / "notes.txt"), cwd=ws)
+    refused(result, "--checkpoint-dir", "notes.txt")
+    assert tree(ws) == before
+
+
+def test_checkpoint_dir_overlapping_out_is_refused_before_training(ws, corpus_copy, cache):
+    before = tree(ws)
+    out = cell_dir(ws / "runs", *CELL)
+    result = attnlab(*train_args(ws / "tiny.yaml", out, corpus_copy, cache,
+                                 "softmax", "0.003", "0", "--checkpoint-dir", ws / "runs"), cwd=ws)
+    refused(result, "overlaps --out", "nothing was trained")
+    assert tree(ws) == before
+
+
+@pytest.mark.parametrize("command", ["train", "fetch"])
+def test_corpus_path_holding_another_file_is_refused_never_replaced(ws, cache, corpus_path, command):
+    mine = ws / "mine" / "notes.txt"
+    before = tree(ws)
+    if command == "train":
+        args = train_args(ws / "tiny.yaml", ws / "out", mine, cache)
+    else:
+        args = ["fetch", "--config", ws / "tiny.yaml", "--out", mine]
+    result = attnlab(*args, cwd=ws, env={"ATTNLAB_CORPUS": str(corpus_path)})
+    refused(result, str(mine), "left untouched")
+    assert mine.read_text() == "my notes\n"
+    assert tree(ws) == before
+
+
+# ---- a result always matches its code and its place
+
+
+@pytest.mark.slow
+def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, trained, corpus_path, cache):
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = cell_slice(validate_config(tiny_config(train={"steps": 3000, "eval_every": 1500,
+                                                         "checkpoint_every": 100})))
+    ckpt, out = ws / "checkpoints", ws / "out"
+    shutil.copytree(trained["out"], out)  # an earlier bundle of this cell: replaced at the end
+
+    def trainer(fingerprint):
+        return [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg),
+                "--variant", "softmax", "--lr", "0.003", "--seed", "0", "--corpus", str(corpus_path),
+                "--out", str(out), "--code-fingerprint", fingerprint, "--checkpoint-dir", str(ckpt),
+                "--compile-cache", str(cache)]
+
+    orbax = cell_dir(ckpt, *CELL) / "orbax"
+    log = open(ws / "train.log", "w")
+    first = subprocess.Popen(trainer("old-code"), cwd=ws, stdout=log, stderr=subprocess.STDOUT)
+    deadline = time.monotonic() + 300
+    while first.poll() is None and time.monotonic() < deadline:
+        if orbax.is_dir() and any(p.name.isdigit() for p in orbax.iterdir()):
+            break
+        time.sleep(0.01)
+    assert first.poll() is None, "the first run ended before its first checkpoint: " + \
+        (ws / "train.log").read_text()[-3000:]
+    first.send_signal(signal.SIGKILL)
+    first.wait()
+    log.close()
+    assert read_bundle(out)["steps_done"] == 20, "a killed run touched the earlier bundle"
+    assert any(p.name.isdigit() for p in orbax.iterdir())
+    result = subprocess.run(trainer("new-code"), cwd=ws, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "ignoring the checkpoint" in result.stdout and "other code" in result.stdout
+    assert "resuming" not in result.stdout
+    bundle = read_bundle(out)
+    assert bundle["resumed_from"] == [] and bundle["steps_done"] == 3000
+    assert bundle["provenance"]["code_fingerprint"] == "new-code"
+    assert not ckpt.exists() or not any(ckpt.iterdir()), "the cell's checkpoint folder outlived its bundle"
+    assert sorted(p.name for p in ws.iterdir() if p.name != "checkpoints") == ["out", "train.log"]
+
+
+def _grid(**changes) -> dict:
+    grid = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0, 1],
+            "sweep_lrs": [3e-3], "sweep_seed": 0}
+    grid.update(changes)
+    return grid
+
+
+@pytest.mark.parametrize("folder,named", [
+    (("yat", 3e-3, 0), "not the cell its folder names"),  # a softmax bundle in a yat cell's folder
+    (("softmax", 3e-3, 1), "not the cell its folder names"),  # seed 0 in seed 1's folder
+    (("softmax", 1e-2, 0), "not the cell its folder names"),  # another LR's folder
+])
+def test_collect_refuses_a_bundle_in_another_cells_folder(bundle_copy, tmp_path, folder, named):
+    wrong = cell_dir(tmp_path / "runs", *folder)
+    shutil.copytree(bundle_copy, wrong)
+    with pytest.raises(BundleError, match=named) as err:
+        collect([bundle_copy, wrong], _grid(sweep_lrs=[3e-3, 1e-2]), tmp_path / "tables")
+    assert str(wrong) in str(err.value)
+    assert not (tmp_path / "tables").exists()
+
+
+def test_collect_refuses_a_bundle_outside_the_grid_and_the_same_cell_twice(bundle_copy, tmp_path):
+    with pytest.raises(BundleError, match="not a cell of this config's grid"):
+        collect([bundle_copy], _grid(variants=["yat"], contest_lr={"yat": 3e-3}), tmp_path / "tables")
+    with pytest.raises(BundleError, match="not a cell of this config's grid"):
+        collect([bundle_copy], _grid(sweep_lrs=[1e-2], contest_lr={"softmax": 1e-2, "yat": 1e-2}),
+                tmp_path / "tables")
+    with pytest.raises(BundleError, match="same cell"):
+        collect([bundle_copy, bundle_copy], _grid(), tmp_path / "tables")
+    assert not (tmp_path / "tables").exists()
+    collect([bundle_copy], _grid(), tmp_path / "tables")  # the right bundle in the right place is collected
+
+
+def test_collect_cli_names_the_misplaced_bundle_without_a_traceback(bundle_copy, tmp_path):
+    wrong = cell_dir(tmp_path / "runs", "yat", 3e-3, 0)
+    shutil.copytree(bundle_copy, wrong)
+    before = tree(tmp_path / "runs")
+    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(_grid()), "--out",
+                  tmp_path / "tables", bundle_copy, wrong], tmp_path)
+    refused(result, str(wrong))
+    assert tree(tmp_path / "runs") == before and not (tmp_path / "tables").exists()
+
+
+def test_two_close_sweep_lrs_are_two_cells_in_two_folders():
+    cfg = validate_config(tiny_config(sweep={"lrs": [1.0e-3, 1.0000001e-3]}))
+    folders = {cell_dir(Path("runs"), "softmax", lr, 0) for lr in cfg["sweep"]["lrs"]}
+    assert len(folders) == 2
+
+
+# ---- every reader checks hashes; the manifest names only the bundle's own files
+
+
+@pytest.mark.parametrize("name", ["../../etc/hostname", "/etc/passwd", "params/../../../etc/passwd"])
+def test_manifest_naming_a_file_outside_the_bundle_is_refused(bundle_copy, name):
+    summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())
+    summary["files"][name] = "0" * 64
+    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(summary))
+    with pytest.raises(BundleError, match="outside its folder"):
+        read_bundle(bundle_copy)
+    with pytest.raises(BundleError, match="outside its folder"):
+        read_curve(bundle_copy)
+
+
+def test_figures_refuse_a_hand_edited_curve(bundle_copy):
+    curve = bundle_copy / "curve.csv"
+    curve.write_text(curve.read_text() + "30,0.1,0.1,1.0\n")  # a better loss, by hand
+    with pytest.raises(BundleError, match="curve.csv"):
+        read_curve(bundle_copy)
+    (bundle_copy / "attention.npz").write_bytes((bundle_copy / "attention.npz").read_bytes() + b"\0")
+    with pytest.raises(BundleError, match="attention.npz"):
+        read_arrays(bundle_copy, "attention.npz")
+
+    import pandas as pd
+    from attnlab.pipeline.figures.loss_curves import load_curves
+    runs = pd.DataFrame([{"variant": "softmax", "lr": 3e-3, "seed": 0, "diverged": False, "diverged_step": None,
+                          "path": str(bundle_copy)}])
+    contest = pd.DataFrame([{"variant": "softmax", "lr": 3e-3, "seeds": "0"}])
+    with pytest.raises(BundleError, match="curve.csv"):
+        load_curves(runs, contest)
+
+
+# ---- bad values are refused where they enter, naming the key, before any compute
+
+NAN, INF = float("nan"), float("inf")
+BAD_VALUES = [
+    ({"train": {"weight_decay": NAN}}, ["train.weight_decay", "finite"]),
+    ({"train": {"weight_decay": INF}}, ["train.weight_decay", "finite"]),
+    ({"model": {"dropout": NAN}}, ["model.dropout", "finite"]),
+    ({"data": {"train_fraction": NAN}}, ["data.train_fraction", "finite"]),
+    ({"telemetry": {"snapshot_fractions": [0.0, NAN, 1.0]}}, ["telemetry.snapshot_fractions[1]", "finite"]),
+    ({"train": {"steps": 60.0}}, ["train.steps", "whole number"]),
+    ({"train": {"checkpoint_every": 5.0}}, ["train.checkpoint_every", "whole number"]),
+    ({"contest": {"seeds": [0, 2**32]}}, ["contest.seeds", "2^32"]),
+    ({"sweep": {"seed": 2**32}}, ["sweep.seed", "2^32"]),
+    ({"sweep": {"lrs": [1.0e-3, NAN]}}, ["sweep.lrs[1]", "finite"]),
+    ({"contest": {"lr": {"softmax": 3.0e-3, "yat": INF, "yat_b": 3.0e-3, "a3": "auto"}}},
+     ["contest.lr.yat", "finite"]),
+    ({"telemetry": {"entropy_min_keys": 33}}, ["telemetry.entropy_min_keys", "block_size"]),
+    ({"train": {"threads": 4}}, ["train.threads", "profile"]),
+    ({"train": {"mem_mb": 4000}}, ["train.mem_mb", "profile"]),
+]
+BAD_TEXTS = [
+    ("dup", lambda text: text + "train:\n  steps: 5\n", ["duplicate key 'train'"]),
+    ("octal", lambda text: text.replace("seeds: [0, 1]", "seeds: [007, 1]"), ["'007'", "leading zeros"]),
+]
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ['a0: &a0 ["lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol", "lol"]']
+    lines += [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 9)}]" for i in range(1, levels)]
+    return "\n".join(lines) + "\n"
+
+
+@pytest.mark.parametrize("change,named", BAD_VALUES, ids=[str(n[0]) for _, n in BAD_VALUES])
+def test_bad_config_values_are_refused_naming_the_key(ws, corpus_copy, cache, change, named):
+    write_config(ws / "bad.yaml", tiny_config(**copy.deepcopy(change)))
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "bad.yaml", ws / "out", corpus_copy, cache), cwd=ws, timeout=120)
+    refused(result, *named)
+    assert tree(ws) == before
+
+
+@pytest.mark.parametrize("label,edit,named", BAD_TEXTS, ids=[t[0] for t in BAD_TEXTS])
+def test_bad_yaml_is_refused_naming_the_line(ws, corpus_copy, cache, label, edit, named):
+    original = (REPO / "config" / "smoke.yaml").read_text()
+    text = edit(original)
+    assert text != original
+    write_config(ws / "bad.yaml", text)
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "bad.yaml", ws / "out", corpus_copy, cache), cwd=ws, timeout=120)
+    refused(result, "bad.yaml", *named)
+    assert tree(ws) == before
+
+
+def test_an_alias_bomb_is_refused_at_once(ws, corpus_copy, cache):
+    text = (REPO / "config" / "smoke.yaml").read_text() + _bomb()
+    started = time.monotonic()
+    with pytest.raises(ConfigError, match="aliases"):
+        parse_yaml(text, "bomb.yaml")
+    assert time.monotonic() - started < 0.5
+    write_config(ws / "bomb.yaml", text)
+    before = tree(ws)
+    started = time.monotonic()
+    result = attnlab("params", "--config", ws / "bomb.yaml", cwd=ws, timeout=60)
+    refused(result, "bomb.yaml", "aliases")
+    assert time.monotonic() - started < 20  # interpreter start-up included; the old failure took 78 s and 4 GB
+    assert tree(ws) == before
+
+
+@pytest.mark.parametrize("seed,named", [("-1", "--seed"), (str(2**32), "--seed")])
+def test_seeds_outside_range_on_the_command_line_are_refused(ws, corpus_copy, cache, seed, named):
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "tiny.yaml", ws / "out", corpus_copy, cache, "softmax", "0.003", seed),
+                     cwd=ws)
+    refused(result, named, "2^32")
+    assert tree(ws) == before
+
+
+def test_the_trainer_module_refuses_a_negative_seed(ws, corpus_copy, tiny_cfg):
+    before = tree(ws)
+    result = run(["-m", "attnlab.training.train", "--cell-config", json.dumps(tiny_cfg), "--variant", "softmax",
+                  "--lr", "0.003", "--seed", "-1", "--corpus", corpus_copy, "--out", ws / "out",
+                  "--code-fingerprint", "x"], ws)
+    refused(result, "--seed")
+    assert tree(ws) == before
+
+
+def test_window_offset_past_the_validation_split_is_refused_before_training(ws, corpus_copy, cache):
+    write_config(ws / "bad.yaml", tiny_config(telemetry={"window_offset": 10**9}))
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "bad.yaml", ws / "out", corpus_copy, cache), cwd=ws)
+    refused(result, "telemetry.window_offset", "validation split")
+    assert "step 0/" not in result.stdout
+    assert tree(ws) == before
+
+
+def test_a_one_symbol_corpus_is_refused(ws, cache):
+    text = "a" * 5000
+    one = ws / "one.txt"
+    one.write_text(text)
+    write_config(ws / "bad.yaml", tiny_config(data={"path": str(one),
+                                                    "sha256": hashlib.sha256(text.encode()).hexdigest()}))
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "bad.yaml", ws / "out", ws / "data" / "corpus.txt", cache), cwd=ws)
+    refused(result, "1 distinct character", "at least 2")
+    assert "step 0/" not in result.stdout
+    assert_only_changed(before, tree(ws), "data")  # the project's own fetch destination, nothing else
+
+
+@pytest.mark.parametrize("kind,named", [("directory", "is a directory"), ("fifo", "FIFO")])
+def test_attnlab_corpus_that_is_not_a_file_is_named_for_what_it_is(ws, cache, kind, named):
+    target = ws / "corpus-thing"
+    if kind == "directory":
+        target.mkdir()
+    else:
+        os.mkfifo(target)
+    before = tree(ws)
+    result = attnlab(*train_args(ws / "tiny.yaml", ws / "out", ws / "data" / "corpus.txt", cache), cwd=ws,
+                     env={"ATTNLAB_CORPUS": str(target)}, timeout=120)
+    refused(result, str(target), named)
+    assert "does not exist" not in result.stderr
+    assert tree(ws) == before
+
+
+# ---- no orphan trainer
+
+
+@pytest.mark.slow
+def test_the_trainer_exits_when_the_process_it_watches_dies(tmp_path, tiny_cfg, corpus_copy, cache):
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["train"].update(steps=200_000, eval_every=2_000)
+    parent = subprocess.Popen(["sleep", "600"])
+    log = tmp_path / "train.log"
+    out = tmp_path / "out"
+    with open(log, "w") as handle:
+        trainer = subprocess.Popen(
+            [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg), "--variant",
+             "softmax", "--lr", "0.003", "--seed", "0", "--corpus", str(corpus_copy), "--out", str(out),
+             "--code-fingerprint", "x", "--compile-cache", str(cache), "--watch-pid", str(parent.pid)],
+            cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        deadline = time.monotonic() + 300
+        while "step 0/" not in log.read_text() and trainer.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert trainer.poll() is None, log.read_text()[-3000:]
+        time.sleep(1.0)  # well inside a training chunk
+        parent.kill()
+        parent.wait()  # reaped: the pid is gone, as Snakemake's is after a SIGKILL
+        killed = time.monotonic()
+        trainer.wait(timeout=30)
+        took = time.monotonic() - killed
+    finally:
+        if trainer.poll() is None:
+            trainer.kill()
+            trainer.wait()
+        if parent.poll() is None:
+            parent.kill()
+            parent.wait()
+    text = log.read_text()
+    assert took < 5, f"the trainer outlived its parent by {took:.1f} s"
+    assert trainer.returncode != 0
+    assert f"parent process {parent.pid} is gone" in text and "Traceback" not in text
+    assert not out.exists() and not list(tmp_path.glob(".out.*")), "an orphan left a bundle behind"
+
+
+# ---- one meaning per config file: the CLI and the DAG resolve a partial file the same way
+
+
+PARTIAL = """\
+name: partial
+model: {d_model: 32, layers: 1, heads: 2, block_size: 32, d_ff: 64}
+train: {steps: 20, batch_size: 8, eval_every: 10}
+variants: [softmax, yat]
+contest: {seeds: [0], lr: {softmax: 3.0e-3, yat: 3.0e-3}}
+sweep: {seed: 0, lrs: [1.0e-3]}
+"""
+
+
+def test_a_partial_config_is_filled_from_the_schema_not_from_default_yaml(tmp_path):
+    cfg = load_config(write_config(tmp_path / "partial.yaml", PARTIAL))
+    default_yaml = yaml.safe_load((REPO / "config" / "default.yaml").read_text())
+    schema_default = schema()["properties"]["train"]["properties"]["eval_batches"]["default"]
+    assert cfg["train"]["eval_batches"] == schema_default
+    assert schema_default != default_yaml["train"]["eval_batches"], "the test cannot tell the two apart"
+    assert cfg["variants"] == ["softmax", "yat"]
+
+
+@pytest.mark.slow
+def test_snakemake_and_the_cli_resolve_a_partial_config_identically(tmp_path):
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    write_config(ws / "partial.yaml", PARTIAL)
+    result = snakemake(ws, "-n", "-p", "--cores", "1", "--configfile", "partial.yaml", timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, output[-4000:]
+    assert set(re.findall(r"--variant (\w+) ", output)) == {"softmax", "yat"}
+    slices = [json.loads(s) for s in re.findall(r"--cell-config '([^']*)'", output)]
+    assert slices, output[-4000:]
+    expected = cell_slice(load_config(ws / "partial.yaml"))
+    assert all(s == expected for s in slices)
+    assert expected["train"]["eval_batches"] == schema()["properties"]["train"]["properties"]["eval_batches"][
+        "default"]
+    assert not (ws / "results").exists()
+
+
+@pytest.mark.slow
+def test_snakemake_names_a_nan_lr_key_not_a_missing_folder(tmp_path):
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    write_config(ws / "bad.yaml", PARTIAL.replace("lrs: [1.0e-3]", "lrs: [1.0e-3, .nan]"))
+    result = snakemake(ws, "-n", "--cores", "1", "--configfile", "bad.yaml", timeout=300)
+    output = result.stdout + result.stderr
+    assert result.returncode != 0
+    assert "sweep.lrs[1]" in output and "finite" in output
+    assert "MissingInputException" not in output and "lrnan" not in output
+    assert not (ws / "results").exists()
