@@ -18,12 +18,15 @@ def save_stand_in_params(folder):
     """Figures never read parameters; a bundle still lists (and hashes) a params/ folder."""
     folder.mkdir()
     (folder / "stand_in.bin").write_bytes(b"\x00" * 8)
-from attnlab.pipeline.figures import (char_label, contest_cells, label_every, parse_style, set_char_ticks, shown_cells,
-                             variant_color)
-from attnlab.pipeline.figures import lr_sweep, score_orbit
+from attnlab.pipeline.figures import (VARIANT_MARKERS, char_label, contest_cells, default_style, label_every,
+                                      parse_style, set_position_ticks, shown_cells, variant_color, variant_marker,
+                                      window_ruler)
+from attnlab.pipeline.figures import lr_sweep, mass_auroc, reading, score_orbit
 
 FIGURE_MODULES = ("loss_curves", "lr_sweep", "depth_grid", "training_maps", "reading", "score_orbit", "scalars",
-                  "a3_gates", "entropy")
+                  "a3_gates", "entropy", "score_scale", "mass_auroc")
+# The variants the project names; every figure tells them apart by marker as well as by colour.
+NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
 TINY_STYLE = json.dumps({"dpi": 40, "gif_frames": 3, "map_layer": 9, "map_head": 9})
 
 
@@ -56,19 +59,32 @@ def test_char_label_shows_invisible_characters():
     assert char_label("$") == r"\$"  # no accidental mathtext between two dollar signs
 
 
-def test_crowded_windows_label_every_kth_character():
+def test_maps_tick_positions_by_number_and_the_ruler_prints_the_window_under_them():
     import matplotlib.pyplot as plt
 
     assert label_every(32, 32) == 1
     assert label_every(128, 32) == 4
-    text = "To be,\nor not to be " * 7  # 133 characters
+    text = "To be,\nor not to be " * 4  # 76 characters
     fig, ax = plt.subplots()
-    set_char_ticks(ax, text, "x", max_labels=20)
-    labels = [t.get_text() for t in ax.get_xticklabels()]
+    set_position_ticks(ax, len(text), "y")
+    labels = [t.get_text() for t in ax.get_yticklabels()]
     plt.close(fig)
-    assert len(labels) <= 20
-    step = label_every(len(text), 20)
-    assert labels == [char_label(c) for c in text[::step]]
+    assert labels == [str(p) for p in range(0, len(text), 8)], "ticks are positions, not every k-th letter"
+    ruler, glyphs = window_ruler(text)
+    assert len(glyphs) == len(text) and glyphs[6] == "⏎" and glyphs[2] == "␣"
+    for position in range(0, len(text), 8):  # each number starts above the character it names
+        assert ruler[position:].startswith(str(position))
+
+
+def test_every_named_variant_has_its_own_marker_and_colour():
+    style = parse_style(None)
+    colors = [variant_color(style, v) for v in NAMED_VARIANTS]
+    markers = [variant_marker(v) for v in NAMED_VARIANTS]
+    assert len(set(colors)) == len(NAMED_VARIANTS) and len(set(markers)) == len(NAMED_VARIANTS)
+    assert set(NAMED_VARIANTS) <= set(VARIANT_MARKERS) and set(NAMED_VARIANTS) <= set(default_style()["colors"])
+    okabe_ito = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
+    assert {c.upper() for c in colors} <= okabe_ito, "the defaults stay in the colour-blind-safe palette"
+    assert variant_marker("unknown_variant", ["softmax", "unknown_variant"]) not in markers
 
 
 def test_style_fills_schema_defaults_and_merges_colours():
@@ -119,6 +135,64 @@ def test_lr_sweep_marks_diverged_cells_instead_of_plotting_them():
     assert any("diverged @ step 4312" in t.get_text() for t in ax.texts)
 
 
+def test_lr_sweep_without_divergence_has_no_band_and_keeps_coinciding_points_apart():
+    sweep = pd.DataFrame({
+        "variant": ["softmax", "softmax", "yat_b", "yat_b"],
+        "lr": [1e-3, 1e-2] * 2,
+        "best_val_loss": [1.60, 1.55, 1.60, 1.55],  # the two variants coincide at every LR
+        "final_val_loss": [1.60, 1.55, 1.60, 1.55],
+        "diverged": [False] * 4,
+        "diverged_step": [None] * 4,
+    })
+    contest = pd.DataFrame({"variant": ["softmax", "yat_b"], "lr": [1e-2, 1e-2]})
+    fig, marks = lr_sweep.draw(sweep, contest, parse_style(TINY_STYLE))
+    ax = fig.axes[0]
+    assert not marks["diverged"] and not ax.patches, "a diverged band drawn although nothing diverged"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert not any("diverged" in label for label in labels), "the legend lists a marker that is not drawn"
+    assert ax.get_xlim()[1] < 1e-2 * 2, "the x axis runs well past the last LR"
+    contest_points = [line.get_xdata()[0] for line in ax.lines if len(line.get_xdata()) == 1
+                      and line.get_markerfacecolor() != "white"]
+    assert len(contest_points) == 2 and not np.isclose(*contest_points), "one contest-LR point hides the other"
+
+
+# ---- the reading animation and the small GIFs
+
+
+def test_reading_shows_every_variant_at_every_query_position():
+    length = 20
+    entries = [{"variant": v, "label": v, "layer": 0, "head": 0, "step": 10, "text": "x" * length,
+                "map": np.tril(np.ones((length, length))) / np.arange(1, length + 1)[:, None]}
+               for v in ("softmax", "yat", "yat_b", "a3")]
+    fig, update, n_frames = reading.draw(entries, [e["variant"] for e in entries], parse_style(TINY_STYLE))
+    assert n_frames == length - 1, "every query position from 1 to the window's end is a frame"
+    assert len([ax for ax in fig.axes if ax.get_legend()]) == len(entries)
+    update(n_frames - 1)
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    assert len(reading.query_positions(1000)) == reading.MAX_FRAMES
+
+
+def test_score_orbit_gif_stays_small_at_the_default_style(tmp_path):
+    out = tmp_path / "orbit.gif"
+    score_orbit.main(["--style", json.dumps({"dpi": 110, "gif_frames": 16}), "--out", str(out)])
+    with Image.open(out) as image:
+        assert image.n_frames == 16
+    assert out.stat().st_size < 500_000, f"score_orbit.gif is {out.stat().st_size:,} bytes"
+
+
+def test_mass_roc_curve_has_the_bundles_auroc_as_its_area():
+    from attnlab.core.telemetry_stats import mass_auroc as auroc
+
+    rng = np.random.default_rng(3)
+    mass = np.round(rng.gamma(2.0, 10.0, size=400), 1)  # rounded: ties must step together
+    correct = rng.random(400) < 1 / (1 + np.exp(-(mass - 20) / 10))
+    fpr, tpr = mass_auroc.roc_curve(mass, correct)
+    assert fpr[0] == tpr[0] == 0 and fpr[-1] == tpr[-1] == 1
+    assert np.trapezoid(tpr, fpr) == pytest.approx(auroc(mass, correct))
+
+
 # ---- every figure from tiny synthetic bundles
 
 
@@ -132,7 +206,11 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
                           "val_loss": [4.2, 3.1 + lr, 2.6 + lr + 0.01 * seed], "elapsed_s": [0.0, 0.1, 0.2]})
     telemetry = {"max_score": rng.random((2, layers)), "correct": rng.random((2, 2, length)) > 0.5,
                  "entropy_hist": rng.integers(0, 9, size=(layers, 50))}
-    summary_t = {"entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3}, "max_score": 5.0}
+    summary_t = {"entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3,
+                             "mean_per_layer_head": rng.random((layers, heads)).tolist()}, "max_score": 5.0}
+    if variant.startswith("yat"):  # the kernel's row mass, as the probe stores it
+        telemetry["mass"] = rng.gamma(2.0, 10.0, size=(2, 2, length)).astype(np.float32)
+        summary_t["mass_auroc"] = 0.5
     learned = {}
     if variant == "yat_b":
         learned = {"b": rng.random((layers, heads)).tolist(), "eps": rng.random((layers, heads)).tolist()}
@@ -151,7 +229,8 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
     return {"variant": variant, "lr": lr, "seed": seed, "path": str(out), "best_val_loss": summary["best_val_loss"],
             "final_val_loss": summary["final_val_loss"], "diverged": diverged,
             "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10,
-            **{f"telemetry.entropy.{k}": v for k, v in summary_t["entropy"].items()}}
+            **({"telemetry.mass_auroc": 0.5} if "mass_auroc" in summary_t else {}),
+            **{f"telemetry.entropy.{k}": v for k, v in summary_t["entropy"].items() if not isinstance(v, list)}}
 
 
 @pytest.fixture(scope="module")
@@ -173,6 +252,10 @@ def tiny_tables(tmp_path_factory):
         tables / "lr_sweep.csv", index=False)
     pd.DataFrame({"variant": variants, "lr": [f"{contest_lr[v]:g}" for v in variants], "n_seeds": 2}).to_csv(
         tables / "contest.csv", index=False)
+    pd.DataFrame([{"variant": v, "lr": contest_lr[v], "seed": s, "layer": layer, "mean_max_score": 2.0 + layer,
+                   "max_score": 3.0 + layer + s, "seed_mean_over_layers_of_max_score": 3.5 + s}
+                  for v in variants for s in (0, 1) for layer in (0, 1)]).to_csv(tables / "score_scale.csv",
+                                                                                 index=False)
     return root
 
 
@@ -186,6 +269,8 @@ def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
     argv = ["--style", TINY_STYLE, "--out", str(out)]
     if name == "lr_sweep":
         argv += ["--sweep", str(tables / "lr_sweep.csv"), "--contest", str(tables / "contest.csv")]
+    elif name == "score_scale":
+        argv += ["--score-scale", str(tables / "score_scale.csv"), "--contest", str(tables / "contest.csv")]
     elif name != "score_orbit":  # the analytic figure reads no run at all
         argv += ["--runs", str(tables / "runs.csv"), "--contest", str(tables / "contest.csv")]
     if name == "loss_curves":
@@ -197,6 +282,22 @@ def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
             if path.suffix == ".gif":
                 assert image.n_frames >= 2
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "a temp file was left behind"
+
+
+def test_a3_gates_shows_the_net_effect_on_entropy_not_only_the_gate(tiny_tables):
+    from attnlab.pipeline.figures import a3_gates, read_tables
+
+    tables = tiny_tables / "tables"
+    runs, contest = read_tables(tables / "runs.csv", tables / "contest.csv")
+    gates = a3_gates.load_gates(runs, contest)
+    assert gates["a3_entropy"].shape == gates["softmax_entropy"].shape == (2, 2, 2)
+    fig = a3_gates.draw(gates, parse_style(TINY_STYLE))
+    titles = [ax.get_title() for ax in fig.axes]
+    assert any("entropy A³ − softmax" in t for t in titles), titles
+    assert "softer" not in fig._suptitle.get_text(), "the title must not read the gate alone as softer rows"
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 def test_no_figure_module_imports_the_model():

@@ -6,6 +6,7 @@ FIGURE_DIR = paths.FIGURES
 RUNS_TABLE = str(paths.RUNS_TABLE)
 CONTEST_TABLE = str(paths.table("contest"))
 SWEEP_TABLE = str(paths.table("lr_sweep"))
+SCORE_TABLE = str(paths.table("score_scale"))
 
 FIGURES = [
     str(FIGURE_DIR / name)
@@ -20,8 +21,14 @@ FIGURES = [
         "scalars.png",
         "a3_gates.png",
         "entropy.png",
+        "score_scale.png",
+        "mass_auroc.png",
     )
 ]
+# One caption per figure, the single source of both the Snakemake report's captions and the
+# writeup's numbered ones (the writeup reads them; editing a caption reruns only the writeup).
+CAPTION_DIR = REPO / "workflow" / "report"
+CAPTIONS = sorted(str(path.relative_to(REPO)) for path in CAPTION_DIR.glob("*.rst"))
 
 
 def figure_style(wildcards=None):
@@ -138,7 +145,7 @@ rule figure_reading:
     log:
         "results/logs/figures/reading.log",
     message:
-        "Animating one head reading the window (softmax above the kernel)"
+        "Animating one head of every variant reading the window, query by query"
     shell:
         "python -m attnlab.pipeline.figures.reading --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.gif} > {log} 2>&1"
@@ -226,4 +233,48 @@ rule figure_entropy:
         "Drawing the attention-entropy distributions"
     shell:
         "python -m attnlab.pipeline.figures.entropy --runs {input.runs} --contest {input.contest} "
+        "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_score_scale:
+    input:
+        score_scale=SCORE_TABLE,
+        contest=CONTEST_TABLE,
+    output:
+        png=report(
+            str(FIGURE_DIR / "score_scale.png"),
+            caption="../report/score_scale.rst",
+            category="Figures",
+        ),
+    params:
+        code=pipeline_code("attnlab.pipeline.figures.score_scale"),
+        style=figure_style,
+    log:
+        "results/logs/figures/score_scale.log",
+    message:
+        "Drawing the attention score scale per layer and per seed"
+    shell:
+        "python -m attnlab.pipeline.figures.score_scale --score-scale {input.score_scale} "
+        "--contest {input.contest} --style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_mass_auroc:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+    output:
+        png=report(
+            str(FIGURE_DIR / "mass_auroc.png"),
+            caption="../report/mass_auroc.rst",
+            category="Figures",
+        ),
+    params:
+        code=pipeline_code("attnlab.pipeline.figures.mass_auroc"),
+        style=figure_style,
+    log:
+        "results/logs/figures/mass_auroc.log",
+    message:
+        "Drawing the kernel mass against next-token correctness (ROC and distributions)"
+    shell:
+        "python -m attnlab.pipeline.figures.mass_auroc --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"

@@ -28,9 +28,15 @@ from attnlab.pipeline.paths import workspace_of  # noqa: E402
 from attnlab.core.io import atomic_write_bytes  # noqa: E402
 
 LOSS_LABEL = "validation loss (nats/char)"
-FALLBACK_COLORS = ("#1f77b4", "#d62728", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f")
-VARIANT_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-TABLE_FILES = {"runs": "runs.csv", "contest": "contest.csv", "sweep": "lr_sweep.csv"}
+# Okabe–Ito, the colour-blind-safe palette the schema's defaults are drawn from; for variants the
+# config does not colour.
+FALLBACK_COLORS = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+# One marker per variant, the same in every figure, so no picture relies on colour alone.
+VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp": "v", "yat_b_exp": "P",
+                   "softmax_t": "X", "a3_heads": "*"}
+SPARE_MARKERS = ("h", "p", "<", ">", "d", "8")
+MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
+TABLE_FILES = {"runs": "runs.csv", "contest": "contest.csv", "sweep": "lr_sweep.csv", "score_scale": "score_scale.csv"}
 # How window characters that do not print are shown on an axis.
 CHAR_GLYPHS = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 
@@ -62,10 +68,20 @@ def variant_color(style: dict, variant: str, order: list[str] | None = None) -> 
     return FALLBACK_COLORS[index % len(FALLBACK_COLORS)]
 
 
-def variant_marker(variant: str, order: list[str]) -> str:
-    """A marker shape per variant, so overlapping points of different variants stay distinguishable."""
-    index = order.index(variant) if variant in order else 0
-    return VARIANT_MARKERS[index % len(VARIANT_MARKERS)]
+def variant_marker(variant: str, order: list[str] | None = None) -> str:
+    """The variant's own marker in every figure; a variant without one gets a spare by its place in `order`."""
+    if variant in VARIANT_MARKERS:
+        return VARIANT_MARKERS[variant]
+    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode())
+    return SPARE_MARKERS[index % len(SPARE_MARKERS)]
+
+
+def variant_handle(style: dict, variant: str, order: list[str] | None = None, label: str | None = None, **line):
+    """A legend entry showing the variant's colour and marker together."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=variant_color(style, variant, order), marker=variant_marker(variant, order),
+                  mec=MARKER_EDGE, mew=0.6, ms=7, label=variant if label is None else label, **line)
 
 
 # ---- which cells a figure shows
@@ -144,15 +160,42 @@ def label_every(length: int, max_labels: int) -> int:
     return max(1, int(np.ceil(length / max(1, max_labels))))
 
 
-def set_char_ticks(ax, text: str, axis: str = "x", max_labels: int = 32, fontsize: float = 7) -> None:
-    """Tick every k-th window position and label it with its character."""
-    step = label_every(len(text), max_labels)
-    positions = np.arange(0, len(text), step)
-    labels = [char_label(text[i]) for i in positions]
+def position_step(length: int) -> int:
+    """The spacing of position ticks on a map and of marks on the window ruler: 4 for short windows, else 8."""
+    return 4 if length <= 32 else 8
+
+
+def set_position_ticks(ax, length: int, axis: str = "x", fontsize: float = 7) -> None:
+    """Tick window positions 0, k, 2k, ... by number; the characters are printed once, on the window ruler."""
+    positions = np.arange(0, length, position_step(length))
+    labels = [str(p) for p in positions]
     if axis == "x":
-        ax.set_xticks(positions, labels, fontsize=fontsize, fontfamily="monospace")
+        ax.set_xticks(positions, labels, fontsize=fontsize)
     else:
-        ax.set_yticks(positions, labels, fontsize=fontsize, fontfamily="monospace")
+        ax.set_yticks(positions, labels, fontsize=fontsize)
+
+
+def window_ruler(text: str) -> tuple[str, str]:
+    """Two aligned monospace lines: position numbers every k characters, and the window's characters."""
+    step = position_step(len(text))
+    ruler = [" "] * (len(text) + 4)
+    for position in range(0, len(text), step):
+        for offset, digit in enumerate(str(position)):
+            ruler[position + offset] = digit
+    glyphs = "".join(CHAR_GLYPHS.get(c, c if c.isprintable() else "?") for c in text)
+    return "".join(ruler).rstrip(), glyphs
+
+
+def draw_window_ruler(fig, text: str, fontsize: float = 8, y: float = 0.5) -> None:
+    """Print the window the maps read, under its position numbers, across a (sub)figure."""
+    ruler, glyphs = window_ruler(text)
+    fig.text(0.5, y, f"position  {ruler}\nwindow    {glyphs}", ha="center", va="center", fontsize=fontsize,
+             fontfamily="monospace", linespacing=1.5, multialignment="left", parse_math=False)
+
+
+def ruler_size(length: int, width_in: float) -> float:
+    """The font size at which the ruler's 10 + `length` monospace characters fill at most 90% of the width."""
+    return float(np.clip(0.9 * width_in * 72 / (0.6 * (length + 10)), 5, 10))
 
 
 def snippet(text: str, start: int, stop: int) -> str:
@@ -169,9 +212,8 @@ def map_norm():
     return PowerNorm(gamma=0.5, vmin=0.0, vmax=1.0)
 
 
-def draw_map(ax, weights: np.ndarray, text: str, norm, label_x: bool = True, label_y: bool = True,
-             max_labels: int = 16):
-    """One causal attention map (query rows x key columns); the masked future is left blank."""
+def draw_map(ax, weights: np.ndarray, norm, label_x: bool = True, label_y: bool = True):
+    """One causal attention map (query rows x key columns, by window position); the masked future is blank."""
     weights = np.asarray(weights, dtype=np.float32)
     length = weights.shape[-1]
     future = np.triu(np.ones((length, length), dtype=bool), k=1)
@@ -179,12 +221,12 @@ def draw_map(ax, weights: np.ndarray, text: str, norm, label_x: bool = True, lab
                       interpolation="nearest", aspect="equal")
     ax.set_facecolor("0.88")
     if label_x:
-        set_char_ticks(ax, text, "x", max_labels=max_labels, fontsize=7)
-        ax.set_xlabel("key (character)", fontsize=8)
+        set_position_ticks(ax, length, "x")
+        ax.set_xlabel("key position", fontsize=8)
     else:
         ax.set_xticks([])
     if label_y:
-        set_char_ticks(ax, text, "y", max_labels=max_labels, fontsize=7)
+        set_position_ticks(ax, length, "y")
     else:
         ax.set_yticks([])
     return image
@@ -225,23 +267,40 @@ def grab_frame(fig):
     return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
 
 
-def save_gif(fig, update, n_frames: int, out: Path, frame_ms: int = 250, hold_ms: int = 1500) -> Path:
+def save_gif(fig, update, n_frames: int, out: Path, frame_ms: int = 250, hold_ms: int = 1500,
+             colors: int = 255) -> Path:
     """Call update(i) for each frame, grab it, and write the animation whole (temp file, then rename).
 
-    The last frame stays up for `hold_ms` so a viewer can read the end state.
+    The last frame stays up for `hold_ms` so a viewer can read the end state. Frames share
+    one palette of at most `colors` colours, taken from the first and last frames.
     """
     from PIL import Image
 
-    frames = []
+    grabbed = []
     for i in range(n_frames):
         update(i)
-        frames.append(grab_frame(fig).quantize(colors=255, method=Image.Quantize.FASTOCTREE))
+        grabbed.append(grab_frame(fig))
     plt.close(fig)
+    # one palette for every frame: no flicker between frames, and the encoder can reuse unchanged pixels
+    both = Image.new("RGB", (grabbed[0].width, 2 * grabbed[0].height))
+    both.paste(grabbed[0], (0, 0))
+    both.paste(grabbed[-1], (0, grabbed[0].height))
+    palette = both.quantize(colors=colors, method=Image.Quantize.MEDIANCUT)
+    # averaging puts the page white at (252, 252, 252), a grey box on a white page: snap near-white back
+    entries = palette.getpalette()
+    palette.putpalette([255 if min(entries[i - i % 3: i - i % 3 + 3]) >= 245 else value
+                        for i, value in enumerate(entries)])
+    frames = [frame.quantize(palette=palette, dither=Image.Dither.NONE) for frame in grabbed]
     buffer = io.BytesIO()
-    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:],
+    frames[0].save(buffer, format="GIF", save_all=True, append_images=frames[1:], optimize=True,
                    duration=[frame_ms] * (n_frames - 1) + [hold_ms], loop=0, disposal=1)
     atomic_write_bytes(Path(out), buffer.getvalue())
     return Path(out)
+
+
+def gif_dpi(style: dict, cap: int = 80) -> int:
+    """Animations are drawn at most at `cap` dpi: a page shows them at screen size, and every frame costs bytes."""
+    return int(min(style["dpi"], cap))
 
 
 # ---- command line
@@ -251,7 +310,8 @@ def cli(description: str, tables: tuple[str, ...] = ("runs", "contest")) -> argp
     """The arguments every figure takes: its tables, the style JSON and the output path."""
     parser = argparse.ArgumentParser(description=description)
     for name in tables:
-        parser.add_argument(f"--{name}", required=True, type=Path, help=f"results/tables/{TABLE_FILES[name]}")
+        parser.add_argument(f"--{name.replace('_', '-')}", dest=name, required=True, type=Path,
+                            help=f"results/tables/{TABLE_FILES[name]}")
     parser.add_argument("--style", default="{}", help="JSON of the config's `figures` section")
     parser.add_argument("--out", required=True, type=Path)
     return parser

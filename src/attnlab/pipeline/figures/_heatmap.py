@@ -28,19 +28,26 @@ def text_colour(cmap, norm, value: float) -> str:
     return "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
 
 
+def annotation_size(shape: tuple[int, int]) -> float:
+    """Cell text large enough to read once the figure is scaled into a page: fewer cells, larger text."""
+    return float(np.clip(36 / max(shape), 9, 13))
+
+
 def layer_head_heatmap(ax, mean: np.ndarray, std: np.ndarray | None, norm, cmap: str, title: str,
-                       digits: int = 3):
-    """mean (layers, heads) as colours; each cell annotated 'mean' or 'mean ± std'."""
+                       digits: int = 3, signed: bool = False):
+    """mean (layers, heads) as colours; each cell annotated 'mean' or 'mean ± std' ('+' shown when signed)."""
     mean = np.asarray(mean, dtype=float)
     image = ax.imshow(mean, cmap=cmap, norm=norm, aspect="auto")
     layers, heads = mean.shape
+    size = annotation_size(mean.shape) - (2 if std is not None else 0)
     for layer in range(layers):
         for head in range(heads):
             value = mean[layer, head]
-            text = f"{value:.{digits}f}"
+            text = f"{value:+.{digits}f}" if signed else f"{value:.{digits}f}"
             if std is not None and np.isfinite(std[layer, head]):
                 text += f"\n± {std[layer, head]:.{digits}f}"
-            ax.text(head, layer, text, ha="center", va="center", fontsize=8, color=text_colour(cmap, norm, value))
+            ax.text(head, layer, text, ha="center", va="center", fontsize=size,
+                    color=text_colour(cmap, norm, value))
     ax.set_xticks(range(heads), [str(h) for h in range(heads)])
     ax.set_yticks(range(layers), [str(layer) for layer in range(layers)])
     ax.set_xlabel("head")

@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, cli, draw_map, map_norm, parse_style, read_tables, save_figure,
-                             shown_cells, window_text)
+from attnlab.pipeline.figures import (cell_label, cli, draw_map, draw_window_ruler, map_norm, parse_style, read_tables,
+                                      ruler_size, save_figure, shown_cells, window_text)
 
 
 def load_maps(runs, contest) -> list[dict]:
@@ -26,8 +26,10 @@ def load_maps(runs, contest) -> list[dict]:
 def draw(maps: list[dict], style: dict):
     layers = max((m["maps"].shape[0] for m in maps), default=1)
     cols = max(len(maps), 1)
-    fig, axes = plt.subplots(layers, cols, figsize=(2.7 * cols + 1.2, 2.6 * layers + 1.0), dpi=style["dpi"],
-                             squeeze=False, layout="constrained")
+    width = 2.7 * cols + 1.2
+    fig = plt.figure(figsize=(width, 2.6 * layers + 1.7), dpi=style["dpi"], layout="constrained")
+    header, body = fig.subfigures(2, 1, height_ratios=[0.9, 2.6 * layers + 0.8])
+    axes = body.subplots(layers, cols, squeeze=False)
     norm = map_norm()
     image = None
     for c, entry in enumerate(maps):
@@ -36,17 +38,18 @@ def draw(maps: list[dict], style: dict):
             if layer >= entry["maps"].shape[0]:
                 ax.set_axis_off()
                 continue
-            image = draw_map(ax, entry["maps"][layer], entry["text"], norm,
-                             label_x=layer == layers - 1, label_y=c == 0)
+            image = draw_map(ax, entry["maps"][layer], norm, label_x=layer == layers - 1, label_y=c == 0)
             if layer == 0:
                 ax.set_title(f"{entry['label']}\nstep {entry['step']}", fontsize=9)
             if c == 0:
-                ax.set_ylabel(f"layer {layer}\nquery (character)", fontsize=8)
+                ax.set_ylabel(f"layer {layer}\nquery position", fontsize=8)
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight (mean over heads, sqrt scale)")
+        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (mean over heads, sqrt scale)")
+        header.suptitle("Trained attention through depth (rows: layers, heads averaged; contest LR, sweep seed)")
+        draw_window_ruler(header, maps[0]["text"], fontsize=ruler_size(len(maps[0]["text"]), width), y=0.3)
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
-    fig.suptitle("Trained attention through depth (rows: layers, heads averaged; contest LR, sweep seed)")
+        header.suptitle("Trained attention through depth")
     return fig
 
 

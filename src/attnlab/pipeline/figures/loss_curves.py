@@ -9,8 +9,9 @@ from matplotlib.lines import Line2D
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.bundle_reader import read_curve
-from attnlab.pipeline.figures import (LOSS_LABEL, cli, contest_cells, empty_note, new_figure, parse_style, read_tables,
-                             save_figure, save_gif, variant_color, variant_order)
+from attnlab.pipeline.figures import (LOSS_LABEL, MARKER_EDGE, cli, contest_cells, empty_note, gif_dpi, new_figure,
+                                      parse_style, read_tables, save_figure, save_gif, variant_color, variant_handle,
+                                      variant_marker, variant_order)
 
 SEED_STYLES = ("-", "--", ":", "-.")
 
@@ -31,8 +32,8 @@ def _legend(ax, curves, order, style):
     handles = []
     for variant in [v for v in order if any(c["variant"] == v for c in curves)]:
         mine = [c for c in curves if c["variant"] == variant]
-        handles.append(Line2D([], [], color=variant_color(style, variant, order), lw=2,
-                              label=f"{variant} (lr {format_lr(mine[0]['lr'])}, {len(mine)} seeds)"))
+        handles.append(variant_handle(style, variant, order, lw=2,
+                                      label=f"{variant} (lr {format_lr(mine[0]['lr'])}, {len(mine)} seeds)"))
     handles += [Line2D([], [], color="0.3", ls=SEED_STYLES[i % len(SEED_STYLES)], label=f"seed {s}")
                 for i, s in enumerate(seeds)]
     if any(c["diverged"] for c in curves):
@@ -46,9 +47,16 @@ def _plot(ax, curves, order, style, upto=None):
         keep = c["step"] <= upto if upto is not None else np.ones_like(c["step"], dtype=bool)
         color = variant_color(style, c["variant"], order)
         ax.plot(c["step"][keep], c["val"][keep], color=color, lw=1.6, alpha=0.9,
-                ls=SEED_STYLES[seeds.index(c["seed"]) % len(SEED_STYLES)])
+                ls=SEED_STYLES[seeds.index(c["seed"]) % len(SEED_STYLES)],
+                marker=variant_marker(c["variant"], order), markevery=_every(c["step"]), ms=6, mec=MARKER_EDGE,
+                mew=0.5)
         if c["diverged"] and keep.any() and keep.all():
             ax.plot(c["step"][-1], c["val"][-1], marker="x", color=color, markersize=9, mew=2)
+
+
+def _every(steps: np.ndarray, marks: int = 8):
+    """Mark about `marks` evaluations per curve, so a curve's variant reads from its marker as well as its colour."""
+    return max(1, int(np.ceil(len(steps) / marks)))
 
 
 def _zoom_limits(curves) -> tuple[float, float, float]:
@@ -87,7 +95,7 @@ def draw(curves: list[dict], order: list[str], style: dict):
 
 def draw_animation(curves: list[dict], order: list[str], style: dict):
     """The figure and an update(frame) that reveals the curves up to a growing step."""
-    fig, ax = new_figure(style, 8, 4.8)
+    fig, ax = new_figure(dict(style, dpi=gif_dpi(style)), 8, 4.8)
     if not curves:
         empty_note(ax, "no contest runs in runs.csv")
         return fig, lambda i: None, 1

@@ -1,4 +1,4 @@
-"""One head reading the window: its attention row as the query advances, softmax above the Yat kernel (trained)."""
+"""One head reading the window: every variant's attention row as the query advances through every position (trained)."""
 
 from __future__ import annotations
 
@@ -6,27 +6,21 @@ import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, char_label, clamp, cli, empty_note, label_every, parse_style, read_tables,
-                             save_gif, shown_cells, snippet, variant_color, variant_order, window_text)
+from attnlab.pipeline.figures import (cell_label, char_label, clamp, cli, empty_note, gif_dpi, label_every, parse_style,
+                                      read_tables, save_gif, shown_cells, snippet, variant_color, variant_handle,
+                                      variant_order, window_text)
 
-BASELINE = "softmax"
-KERNELS = ("yat", "yat_b")  # the first one that ran is shown
-
-
-def pick_variants(available: list[str]) -> list[str]:
-    """Softmax above the kernel: yat, or yat_b when yat did not run."""
-    kernel = next((v for v in KERNELS if v in available), None)
-    return [v for v in (BASELINE, kernel) if v in available]
+MAX_FRAMES = 128  # longer windows show this many evenly spaced query positions
 
 
 def load_rows(runs, contest, layer: int, head: int) -> list[dict]:
-    """Per shown variant: the last snapshot's (T, T) map of the chosen layer and head (clamped)."""
-    cells = shown_cells(runs, contest).set_index("variant", drop=False)
+    """Per variant (its shown cell, in contest order): the last snapshot's (T, T) map of the chosen layer and head."""
     entries = []
-    for variant in pick_variants(list(cells.index)):
-        row = cells.loc[variant]
+    for _, row in shown_cells(runs, contest).iterrows():
+        variant = row.variant
         attention = read_arrays(row.path, "attention.npz")
         weights = attention["weights"]
         lyr, hd = clamp(layer, weights.shape[1]), clamp(head, weights.shape[2])
@@ -36,55 +30,78 @@ def load_rows(runs, contest, layer: int, head: int) -> list[dict]:
     return entries
 
 
-def query_positions(length: int, n_frames: int) -> np.ndarray:
-    """Evenly spaced query positions from an eighth into the window (a few keys visible) to its end."""
-    first = min(length - 1, max(1, length // 8))
-    return np.unique(np.linspace(first, length - 1, max(2, n_frames)).round().astype(int))
+def query_positions(length: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
+    """Every query position from 1 (two keys visible) to the window's end; evenly spaced past `max_frames`."""
+    if length - 1 <= max_frames:
+        return np.arange(1, length) if length > 1 else np.zeros(1, dtype=int)
+    return np.unique(np.linspace(1, length - 1, max_frames).round().astype(int))
 
 
 def draw(entries: list[dict], order: list[str], style: dict):
     """The figure and update(frame): every panel shows the attention row of the frame's query position."""
     panels = max(len(entries), 1)
     width = 11 if not entries else max(11.0, 0.1 * len(entries[0]["text"]))  # room to label every character
-    fig, axes = plt.subplots(panels, 1, figsize=(width, 2.6 * panels + 1.0), dpi=style["dpi"], squeeze=False)
+    fig, axes = plt.subplots(panels, 1, figsize=(width, 1.9 * panels + 1.0), dpi=gif_dpi(style), squeeze=False,
+                             sharex=True)
     axes = axes[:, 0]
     if not entries:
-        empty_note(axes[0], "neither softmax nor a kernel variant among the contest cells")
+        empty_note(axes[0], "no contest cells in runs.csv")
         return fig, lambda i: None, 1
     text = entries[0]["text"]
     length = len(text)
-    positions = query_positions(length, int(style["gif_frames"]))
+    positions = query_positions(length)
     keys = np.arange(length)
-    step = label_every(length, 160)
-    ticks = keys[::step]
-    top = 1.08 * max(max(float(e["map"][positions].max()) for e in entries), 1e-6)  # one scale for all panels
+    ticks = keys[:: label_every(length, 160)]
+    # one scale for every panel and frame, set past the first few queries (whose one or two visible keys
+    # would flatten every later row); a taller bar is cut at the top and its value written there
+    settled = positions[positions >= max(1, length // 8)]
+    settled = settled if settled.size else positions
+    top = 1.1 * max(max(float(e["map"][settled].max()) for e in entries), 1e-6)
+    panels = []
+    for ax, entry in zip(axes, entries):
+        color = variant_color(style, entry["variant"], order)
+        bars = ax.bar(keys, np.zeros(length), width=0.85, color=color)
+        future = Rectangle((length - 0.5, 0), 0, 1, transform=ax.get_xaxis_transform(), color="0.9", zorder=0)
+        ax.add_patch(future)
+        note = ax.text(0, 0.45, "future keys (masked)", transform=ax.get_xaxis_transform(), ha="center",
+                       fontsize=8, color="0.4")
+        cursor = ax.axvline(0, color="0.2", lw=0.8, ls=":")
+        ax.set_xlim(-0.5, length - 0.5)
+        ax.set_ylim(0, top)
+        ax.set_ylabel("weight", fontsize=8)
+        ax.tick_params(axis="y", labelsize=7)
+        ax.legend(handles=[variant_handle(style, entry["variant"], order, label=(
+            f"{entry['label']}, layer {entry['layer']}, head {entry['head']}, step {entry['step']}"))],
+            loc="lower left", bbox_to_anchor=(0, 1), borderaxespad=0.1, frameon=False, fontsize=8,
+            handlelength=1.2)
+        panels.append({"entry": entry, "bars": bars, "future": future, "note": note, "cursor": cursor, "cut": []})
+    axes[-1].set_xticks(ticks, [char_label(text[j]) for j in ticks], fontsize=8 if length <= 64 else 7,
+                        fontfamily="monospace")
+    axes[-1].set_xlabel("key (character of the window; query position dotted, its label red)")
+    title = fig.suptitle(" ", fontsize=11)
+    fig.tight_layout()
 
     def update(frame):
         i = int(positions[frame])
-        for ax, entry in zip(axes, entries):
-            ax.clear()
-            row = entry["map"][i]
-            color = variant_color(style, entry["variant"], order)
-            ax.bar(keys[: i + 1], row[: i + 1], width=0.85, color=color)
-            ax.axvspan(i + 0.5, length - 0.5, color="0.9", zorder=0)
-            if i < length - 6:
-                ax.text((i + length) / 2, top * 0.9, "future keys (masked)", ha="center", fontsize=8, color="0.4")
-            ax.axvline(i, color="0.2", lw=0.8, ls=":")
-            ax.set_xlim(-0.5, length - 0.5)
-            ax.set_ylim(0, top)
-            ax.set_xticks(ticks, [char_label(text[j]) for j in ticks], fontsize=8 if length <= 64 else 7,
-                          fontfamily="monospace")
-            for label, j in zip(ax.get_xticklabels(), ticks):
-                if j == i:
-                    label.set_color("crimson")
-                    label.set_fontweight("bold")
-            ax.set_ylabel("attention weight")
-            ax.set_title(f"{entry['label']}, layer {entry['layer']}, head {entry['head']}, step {entry['step']}",
-                         fontsize=9, color=color)
-        axes[-1].set_xlabel("key (character of the window; query position dotted, its label red)")
-        fig.suptitle(f"Reading the window: query {i} = '{char_label(text[i])}' after "
-                     f"'{snippet(text, i - 24, i)}'", fontsize=11)
-        fig.tight_layout()
+        for panel in panels:
+            row = np.where(keys <= i, panel["entry"]["map"][i], 0.0)
+            for bar, height in zip(panel["bars"], np.minimum(row, top)):
+                bar.set_height(height)
+            for value_label in panel["cut"]:
+                value_label.remove()
+            ax = panel["cursor"].axes
+            panel["cut"] = [ax.text(j, top, f"{row[j]:.2f}", ha="center", va="top", fontsize=7, color="white",
+                                    fontweight="bold") for j in np.flatnonzero(row > top)]
+            panel["future"].set_x(i + 0.5)
+            panel["future"].set_width(length - 1 - i)
+            panel["note"].set_x((i + length) / 2)
+            panel["note"].set_visible(i < length - 12)
+            panel["cursor"].set_xdata([i, i])
+        for label, j in zip(axes[-1].get_xticklabels(), ticks):
+            label.set_color("crimson" if j == i else "black")
+            label.set_fontweight("bold" if j == i else "normal")
+        title.set_text(f"Reading the window: query {i} = '{char_label(text[i])}' after "
+                       f"'{snippet(text, i - 24, i)}'")
 
     return fig, update, len(positions)
 
@@ -95,7 +112,7 @@ def main(argv: list[str] | None = None) -> int:
     runs, contest = read_tables(args.runs, args.contest)
     entries = load_rows(runs, contest, style["map_layer"], style["map_head"])
     fig, update, n_frames = draw(entries, variant_order(contest, runs), style)
-    save_gif(fig, update, n_frames, args.out, frame_ms=400)
+    save_gif(fig, update, n_frames, args.out, frame_ms=300)
     print(f"wrote {args.out} ({n_frames} frames: {', '.join(e['variant'] for e in entries)})")
     return 0
 

@@ -6,14 +6,17 @@ import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.colors import Normalize, TwoSlopeNorm
+from matplotlib.cm import ScalarMappable
+from matplotlib.colors import BoundaryNorm
+from matplotlib.ticker import MaxNLocator
 
-from attnlab.pipeline.figures import cli, parse_style, save_gif
+from attnlab.pipeline.figures import cli, gif_dpi, parse_style, save_gif
 
 EPS = 1.0  # the yat variant's fixed epsilon
 RADIUS = 1.5  # of the query's orbit
 EXTENT = 3.0  # keys cover [-EXTENT, EXTENT]^2
 GRID = 161
+LEVELS = 16  # colour bands per panel: a contour-map look that shows the shape and packs into few GIF bytes
 
 
 def bilinear_score(q: np.ndarray, keys: np.ndarray) -> np.ndarray:
@@ -41,37 +44,48 @@ def key_grid(extent: float = EXTENT, size: int = GRID) -> np.ndarray:
 def draw(style: dict, eps: float = EPS):
     keys = key_grid()
     queries = orbit(max(2, int(style["gif_frames"])))
-    # fixed colour scales over the whole orbit, so frames compare
+    # fixed colour bands over the whole orbit, so frames compare
     bil_max = RADIUS * EXTENT * np.sqrt(2)
     yat_max = max(float(yat_score(q, keys, eps).max()) for q in queries)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.9), dpi=style["dpi"], layout="constrained")
-    extent = (-EXTENT, EXTENT, -EXTENT, EXTENT)
-    bil_img = left.imshow(bilinear_score(queries[0], keys), origin="lower", extent=extent, cmap="RdBu_r",
-                          norm=TwoSlopeNorm(vcenter=0.0, vmin=-bil_max, vmax=bil_max))
-    yat_img = right.imshow(yat_score(queries[0], keys, eps), origin="lower", extent=extent, cmap="magma",
-                           norm=Normalize(vmin=0.0, vmax=yat_max))
-    fig.colorbar(bil_img, ax=left, shrink=0.85, label="score (unitless)")
-    fig.colorbar(yat_img, ax=right, shrink=0.85, label="score (unitless)")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.9), dpi=gif_dpi(style), layout="constrained")
+    panels = [
+        {"ax": left, "score": bilinear_score, "cmap": "RdBu_r",
+         "levels": MaxNLocator(LEVELS, symmetric=True).tick_values(-bil_max, bil_max),
+         "title": r"bilinear score $q\cdot k$ (softmax's logit, unscaled)"},
+        {"ax": right, "score": lambda q, k: yat_score(q, k, eps), "cmap": "magma",
+         "levels": MaxNLocator(LEVELS).tick_values(0.0, yat_max),
+         "title": rf"Yat score $(q\cdot k)^2 / (\|q-k\|^2 + \varepsilon)$, $\varepsilon$ = {eps:g}"},
+    ]
     circle = np.linspace(0, 2 * np.pi, 200)
-    markers = []
-    for ax, title in ((left, r"bilinear score $q\cdot k$ (softmax's logit, unscaled)"),
-                      (right, rf"Yat score $(q\cdot k)^2 / (\|q-k\|^2 + \varepsilon)$, $\varepsilon$ = {eps:g}")):
-        ax.plot(RADIUS * np.cos(circle), RADIUS * np.sin(circle), ls="--", lw=0.8, color="0.6")
-        (point,) = ax.plot([], [], marker="*", ms=15, color="white", mec="black", ls="none", label="query q")
-        (arrow,) = ax.plot([], [], color="black", lw=1.0)
-        markers.append((point, arrow))
-        ax.set_title(title, fontsize=10)
+    x, y = keys[..., 0], keys[..., 1]
+    for panel in panels:
+        ax = panel["ax"]
+        panel["norm"] = BoundaryNorm(panel["levels"], plt.get_cmap(panel["cmap"]).N)
+        fig.colorbar(ScalarMappable(panel["norm"], panel["cmap"]), ax=ax, shrink=0.85, label="score (unitless)",
+                     ticks=panel["levels"][::2])
+        panel["bands"] = None
+        ax.plot(RADIUS * np.cos(circle), RADIUS * np.sin(circle), ls="--", lw=0.8, color="0.6", zorder=3)
+        (panel["point"],) = ax.plot([], [], marker="*", ms=15, color="white", mec="black", ls="none",
+                                    label="query q", zorder=4)
+        (panel["arrow"],) = ax.plot([], [], color="0.5", lw=1.2, zorder=4)
+        ax.set_xlim(-EXTENT, EXTENT)
+        ax.set_ylim(-EXTENT, EXTENT)
+        ax.set_aspect("equal")
+        ax.set_title(panel["title"], fontsize=10)
         ax.set_xlabel("key coordinate $k_1$")
         ax.set_ylabel("key coordinate $k_2$")
         ax.legend(loc="lower left", fontsize=8)
 
     def update(frame):
         q = queries[frame]
-        bil_img.set_data(bilinear_score(q, keys))
-        yat_img.set_data(yat_score(q, keys, eps))
-        for point, arrow in markers:
-            point.set_data([q[0]], [q[1]])
-            arrow.set_data([0, q[0]], [0, q[1]])
+        for panel in panels:
+            if panel["bands"] is not None:
+                panel["bands"].remove()
+            panel["bands"] = panel["ax"].contourf(x, y, panel["score"](q, keys), levels=panel["levels"],
+                                                  cmap=panel["cmap"], norm=panel["norm"], extend="neither",
+                                                  zorder=1)
+            panel["point"].set_data([q[0]], [q[1]])
+            panel["arrow"].set_data([0, q[0]], [0, q[1]])
         angle = np.degrees(np.arctan2(q[1], q[0])) % 360
         fig.suptitle(f"Scores of every key k for a query q orbiting at |q| = {RADIUS:g} "
                      f"(angle {angle:.0f}°; analytic, no training)")
@@ -83,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     args = cli(__doc__, tables=()).parse_args(argv)
     style = parse_style(args.style)
     fig, update, n_frames = draw(style)
-    save_gif(fig, update, n_frames, args.out, frame_ms=200, hold_ms=200)
+    save_gif(fig, update, n_frames, args.out, frame_ms=200, hold_ms=200, colors=64)
     print(f"wrote {args.out} ({n_frames} frames)")
     return 0
 

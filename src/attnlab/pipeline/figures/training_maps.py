@@ -8,8 +8,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, clamp, cli, draw_map, map_norm, parse_style, read_tables, save_figure,
-                             shown_cells, window_text)
+from attnlab.pipeline.figures import (cell_label, clamp, cli, draw_map, draw_window_ruler, map_norm, parse_style,
+                                      read_tables, ruler_size, save_figure, shown_cells, window_text)
 
 
 def load_snapshots(runs, contest, layer: int, head: int) -> list[dict]:
@@ -36,8 +36,10 @@ def _step_title(step: int, total) -> str:
 def draw(entries: list[dict], style: dict):
     rows = max(len(entries), 1)
     cols = max((len(e["steps"]) for e in entries), default=1)
-    fig, axes = plt.subplots(rows, cols, figsize=(2.6 * cols + 1.4, 2.6 * rows + 1.0), dpi=style["dpi"],
-                             squeeze=False, layout="constrained")
+    width = 2.6 * cols + 1.4
+    fig = plt.figure(figsize=(width, 2.6 * rows + 1.7), dpi=style["dpi"], layout="constrained")
+    header, body = fig.subfigures(2, 1, height_ratios=[0.9, 2.6 * rows + 0.8])
+    axes = body.subplots(rows, cols, squeeze=False)
     norm = map_norm()
     image = None
     for r, entry in enumerate(entries):
@@ -49,18 +51,19 @@ def draw(entries: list[dict], style: dict):
                 ax.set_xticks([])
                 ax.set_yticks([])
                 continue
-            image = draw_map(ax, entry["maps"][c], entry["text"], norm, label_x=r == rows - 1, label_y=c == 0)
+            image = draw_map(ax, entry["maps"][c], norm, label_x=r == rows - 1, label_y=c == 0)
             ax.set_title(_step_title(entry["steps"][c], entry["total"]), fontsize=9)
             if c == 0:
-                ax.set_ylabel(f"{entry['label']}\nquery (character)", fontsize=8)
+                ax.set_ylabel(f"{entry['label']}\nquery position", fontsize=8)
     if image is not None:
-        fig.colorbar(image, ax=axes, shrink=0.6, label="attention weight (sqrt scale)")
+        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (sqrt scale)")
         where = {(e["layer"], e["head"]) for e in entries}
         shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where))
+        draw_window_ruler(header, entries[0]["text"], fontsize=ruler_size(len(entries[0]["text"]), width), y=0.3)
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
         shown = "none"
-    fig.suptitle(f"Attention through training ({shown}; contest LR, sweep seed)")
+    header.suptitle(f"Attention through training ({shown}; contest LR, sweep seed)")
     return fig
 
 

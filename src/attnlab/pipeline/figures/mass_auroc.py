@@ -1,0 +1,118 @@
+"""Does the kernel's row mass tell correct from wrong predictions? ROC curves and mass distributions (kernel variants).
+
+Per held-out token, the kernel's row mass (averaged over layers and heads, as the
+bundle's mass AUROC ranks it) against whether the argmax next-token prediction
+was correct. The diagonal is the null: a mass that carries no signal about
+correctness has AUROC 0.5. The AUROC printed is the bundle's own.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+
+from attnlab.pipeline.bundle_reader import read_arrays
+from attnlab.pipeline.figures import (MARKER_EDGE, cli, contest_cells, empty_note, parse_style, read_tables,
+                                      save_figure, variant_color, variant_handle, variant_marker, variant_order)
+
+SEED_STYLES = ("-", "--", ":", "-.")
+BINS = 40
+
+
+def load_mass(runs, contest) -> list[dict]:
+    """Every contest cell whose telemetry holds a kernel mass: its per-token mass, correctness and AUROC."""
+    entries = []
+    for _, row in contest_cells(runs, contest).iterrows():
+        arrays = read_arrays(row.path, "telemetry.npz")
+        if "mass" not in arrays:
+            continue
+        entries.append({"variant": row.variant, "seed": int(row.seed),
+                        "auroc": float(row.get("telemetry.mass_auroc", np.nan)),
+                        "mass": np.asarray(arrays["mass"], dtype=float).ravel(),
+                        "correct": np.asarray(arrays["correct"]).astype(bool).ravel()})
+    return entries
+
+
+def roc_curve(score: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """False- and true-positive rates as the threshold on `score` falls (ties step together)."""
+    ordered = np.argsort(-score, kind="stable")
+    score, positive = score[ordered], positive[ordered]
+    last_of_tie = np.r_[np.flatnonzero(np.diff(score)), score.size - 1]
+    tp = np.cumsum(positive)[last_of_tie]
+    fp = np.cumsum(~positive)[last_of_tie]
+    return (np.r_[0.0, fp / max(fp[-1], 1)], np.r_[0.0, tp / max(tp[-1], 1)])
+
+
+def draw(entries: list[dict], order: list[str], style: dict):
+    variants = [v for v in order if any(e["variant"] == v for e in entries)]
+    rows = max(len(variants), 1)
+    fig = plt.figure(figsize=(11, max(4.4, 2.0 * rows + 0.8)), dpi=style["dpi"], layout="constrained")
+    grid = fig.add_gridspec(rows, 2, width_ratios=[1, 1.25])
+    roc = fig.add_subplot(grid[:, 0])
+    if not entries:
+        empty_note(roc, "no contest cell with a kernel mass (a yat-family variant) in runs.csv")
+        fig.suptitle("Kernel mass against next-token correctness")
+        return fig
+    roc.plot([0, 1], [0, 1], color="0.5", lw=1, ls="--")
+    roc.text(0.62, 0.6, "null: AUROC 0.5, no signal", rotation=45, rotation_mode="anchor", ha="center",
+             va="top", fontsize=8, color="0.35", transform_rotates_text=True)
+    seeds = sorted({e["seed"] for e in entries})
+    handles = []
+    for entry in entries:
+        color, marker = variant_color(style, entry["variant"], order), variant_marker(entry["variant"], order)
+        fpr, tpr = roc_curve(entry["mass"], entry["correct"])
+        roc.plot(fpr, tpr, color=color, lw=1.5, ls=SEED_STYLES[seeds.index(entry["seed"]) % len(SEED_STYLES)],
+                 marker=marker, markevery=max(1, fpr.size // 6), ms=6, mec=MARKER_EDGE, mew=0.5)
+        handles.append(variant_handle(style, entry["variant"], order, lw=1.5,
+                                      ls=SEED_STYLES[seeds.index(entry["seed"]) % len(SEED_STYLES)],
+                                      label=f"{entry['variant']} seed {entry['seed']}: AUROC {entry['auroc']:.3f}"))
+    roc.set_xlim(0, 1)
+    roc.set_ylim(0, 1)
+    roc.set_aspect("equal")
+    roc.set_xlabel("false-positive rate (wrong tokens above the threshold)")
+    roc.set_ylabel("true-positive rate (correct tokens above the threshold)")
+    roc.set_title("ROC of mass as a predictor of a correct prediction", fontsize=10)
+    roc.legend(handles=handles, fontsize=8, loc="lower right")
+    roc.grid(alpha=0.3)
+    for r, variant in enumerate(variants):
+        ax = fig.add_subplot(grid[r, 1])
+        mine = [e for e in entries if e["variant"] == variant]
+        mass = np.concatenate([e["mass"] for e in mine])
+        correct = np.concatenate([e["correct"] for e in mine])
+        positive = mass[mass > 0]
+        if positive.size == 0:
+            empty_note(ax, f"{variant}: no positive mass")
+            continue
+        edges = np.logspace(np.log10(positive.min()), np.log10(positive.max()), BINS + 1)
+        color = variant_color(style, variant, order)
+        for chosen, label, line in ((correct, "correct", "-"), (~correct, "wrong", "--")):
+            counts, _ = np.histogram(mass[chosen], bins=edges)
+            share = counts / max(counts.sum(), 1)
+            ax.stairs(share, edges, color=color, lw=1.6, ls=line,
+                      label=f"{label} ({int(chosen.sum())} tokens, median {np.median(mass[chosen]):,.3g})"
+                      if chosen.any() else f"{label} (none)")
+        ax.set_xscale("log")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("share of tokens", fontsize=8)
+        ax.set_title(f"{variant}: mass of correct vs wrong tokens (seeds pooled)", fontsize=9, color=color)
+        ax.legend(fontsize=7, loc="upper left")
+        ax.grid(alpha=0.3)
+        if r == len(variants) - 1:
+            ax.set_xlabel("kernel row mass Σκ, mean over layers and heads (log scale)")
+    fig.suptitle("Kernel mass against next-token correctness on held-out batches (contest cells)")
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli(__doc__.splitlines()[0]).parse_args(argv)
+    style = parse_style(args.style)
+    runs, contest = read_tables(args.runs, args.contest)
+    save_figure(draw(load_mass(runs, contest), variant_order(contest, runs), style), args.out, style["dpi"])
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
