@@ -29,6 +29,8 @@ localrules:
     figure_scalars,
     figure_a3_gates,
     figure_entropy,
+    figure_score_scale,
+    figure_mass_auroc,
 
 
 rule all:

@@ -48,3 +48,17 @@ def tiny_cfg(smoke_config) -> dict:
 
     cfg = validate_config(copy.deepcopy(smoke_config))
     return cell_slice(cfg)
+
+
+@pytest.fixture(scope="session")
+def smoke_workspace(tmp_path_factory, corpus_path):
+    """A copy of the project with the smoke config built end to end, shared by every test that reads a build.
+
+    Tests that edit it (the rerun matrix) restore what they change.
+    """
+    from workspace import make_workspace, snakemake
+
+    ws = make_workspace(tmp_path_factory.mktemp("smoke"))
+    result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    return ws

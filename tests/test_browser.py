@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from workspace import make_workspace, snakemake
+
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(name)), None)
@@ -122,11 +122,7 @@ def built_writeup(tmp_path_factory, request) -> Path:
     given = os.environ.get(WORKSPACE_ENV)
     if given:
         return Path(given)
-    corpus = request.getfixturevalue("corpus_path")
-    ws = make_workspace(tmp_path_factory.mktemp("browser"))
-    result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return ws
+    return request.getfixturevalue("smoke_workspace")  # one smoke build, shared with tests/test_pipeline.py
 
 
 @pytest.mark.slow

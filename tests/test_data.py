@@ -2,7 +2,6 @@
 
 import hashlib
 
-import numpy as np
 import pytest
 
 from attnlab.core.corpus import CORPUS_ENV, CorpusError, check_fits, fetch_corpus, load_corpus

@@ -30,6 +30,13 @@ def test_paper_parameter_counts_match_the_published_ones():
     assert counts["yat_b"] == 2_719_217
     # A3: shared w_g, u (2 x 144), b_g (1) and a 6 x 4 x 48 layer/head embedding
     assert counts["a3"] - counts["softmax"] == 2 * (2 * 48 + 48) + 1 + 6 * 4 * 48
+    # issue 11's arms: the softmax-normalised kernels have their l1 twins' counts; softmax_t one
+    # inverse temperature per layer x head; a3_heads w_g, u (144 each) and b_g per layer x head, the same embedding
+    assert counts["yat_exp"] == counts["yat"] == 2_719_169
+    assert counts["yat_b_exp"] == counts["yat_b"] == 2_719_217
+    assert counts["softmax_t"] == 2_719_169 + 6 * 4 == 2_719_193
+    assert counts["a3_heads"] - counts["softmax"] == 6 * 4 * (2 * (2 * 48 + 48) + 1) + 6 * 4 * 48 == 8_088
+    assert counts["a3"] == 2_720_610 and counts["a3_heads"] == 2_727_257
 
 
 def test_abstract_count_equals_initialised_count():

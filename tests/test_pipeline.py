@@ -13,13 +13,10 @@ import yaml
 from workspace import edited, make_workspace, plan, planned_cells, snakemake
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory, corpus_path):
-    """A workspace with the smoke config fully built (shared by the tests of this module)."""
-    ws = make_workspace(tmp_path_factory.mktemp("smoke"))
-    result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return ws
+@pytest.fixture
+def built(smoke_workspace):
+    """The smoke config fully built once per session (conftest.smoke_workspace)."""
+    return smoke_workspace
 
 
 @pytest.mark.slow
@@ -44,7 +41,8 @@ def test_smoke_dag_produces_the_tables(built):
 def test_smoke_dag_draws_every_figure_and_executes_the_writeup(built):
     figures = built / "results" / "figures"
     for name in ("loss_curves.png", "loss_curves.gif", "lr_sweep.png", "depth_grid.png", "training_maps.png",
-                 "reading.gif", "score_orbit.gif", "scalars.png", "a3_gates.png", "entropy.png"):
+                 "reading.gif", "score_orbit.gif", "scalars.png", "a3_gates.png", "entropy.png", "score_scale.png",
+                 "mass_auroc.png"):
         assert (figures / name).stat().st_size > 1000, name
     html = (built / "results" / "writeup" / "writeup.html").read_text()
     assert "Claims ledger" in html and "data:image/gif" in html
@@ -182,7 +180,7 @@ def test_a_built_workspace_plans_nothing(built, corpus_path):
 def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):
     ws = make_workspace(tmp_path)
     planned = plan(ws, "config/paper.yaml", corpus=corpus_path)
-    # 4 variants x 4 sweep LRs at seed 0, plus seeds 1, 2 of the three fixed-LR variants;
-    # a3's other seeds appear once its sweep has picked its LR.
-    assert len(planned["train_cell"]) == 16 + 3 * 2
-    assert len(planned["select_lr"]) == 1
+    # 8 variants x 4 sweep LRs at seed 0, plus seeds 1, 2 of the five fixed-LR variants;
+    # the other seeds of a3, softmax_t and a3_heads appear once their sweeps have picked their LRs.
+    assert len(planned["train_cell"]) == 32 + 5 * 2
+    assert len(planned["select_lr"]) == 3

@@ -73,7 +73,13 @@ def _same_param_arrays(folder_a: Path, folder_b: Path) -> bool:
 
 def checkpoint_steps(root: Path) -> list[int]:
     """Steps of the committed Orbax checkpoints under a --checkpoint-dir root (any cell)."""
-    return [int(p.name) for p in root.rglob("orbax/*") if p.is_dir() and p.name.isdigit()] if root.is_dir() else []
+    steps = []
+    for orbax in root.glob("*/*/*/orbax"):  # <root>/<variant>/lr<lr>/seed<seed>/orbax/<step>
+        try:
+            steps += [int(name) for name in os.listdir(orbax) if name.isdigit()]
+        except FileNotFoundError:  # Orbax renames and deletes while we look
+            pass
+    return steps
 
 
 def wait_for(predicate, timeout=120.0, interval=0.01):
@@ -156,6 +162,12 @@ def test_same_cell_twice_gives_identical_numbers(tiny_cfg, corpus_path, tmp_path
 
 
 @pytest.mark.slow
+def test_nonfinite_loss_is_divergence(tiny_cfg, corpus_path, tmp_path):
+    bundle = run_train(tiny_cfg, tmp_path / "inf", corpus_path, variant="softmax", lr=1e4)
+    assert bundle["diverged"] is True and np.isfinite(bundle["best_val_loss"])
+
+
+@pytest.mark.slow
 def test_divergence_stops_the_cell_and_keeps_earlier_metrics(tiny_cfg, corpus_path, tmp_path):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["train"]["diverge_loss"] = 3.3  # the loss starts above this: diverges on step 0's loss
@@ -175,12 +187,13 @@ def test_divergence_mid_run_rolls_back_to_the_last_finite_stop(tiny_cfg, corpus_
     from attnlab.training.checkpoint import load_params
 
     cfg = copy.deepcopy(tiny_cfg)
-    cfg["train"].update(steps=60, eval_every=5)
-    bundle = run_train(cfg, tmp_path / "nan", corpus_path, variant="softmax", lr=1e4)
+    cfg["train"].update(steps=60, eval_every=1, diverge_loss=6.0)  # at LR 0.3 the loss passes 6 after a few steps
+    bundle = run_train(cfg, tmp_path / "nan", corpus_path, variant="softmax", lr=0.3)
     assert bundle["diverged"] is True and bundle["diverged_step"] > 0
     curve = read_curve(tmp_path / "nan")
     last_stop = int(curve.step.max())
     assert len(curve) >= 2 and last_stop <= bundle["diverged_step"], "a stop after step 0 came before divergence"
+    assert bundle["diverged_step"] < 60, "the divergence must come mid-run"
     assert np.isfinite(curve.val_loss).all() and np.isfinite(bundle["best_val_loss"])
     assert bundle["steps_done"] == bundle["diverged_step"]
     leaves = jax.tree.leaves(load_params(tmp_path / "nan" / "params"))

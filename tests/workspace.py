@@ -11,7 +11,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml")
+COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml", "constraints.txt")
 
 
 def make_workspace(dest: Path) -> Path:
