@@ -270,3 +270,86 @@ def test_arms_config_carries_every_arm_and_a_two_lr_sweep():
     cfg = validate_config(yaml.safe_load((REPO / "config" / "arms.yaml").read_text()))
     assert set(VARIANTS) <= set(cfg["variants"])
     assert len(cfg["sweep"]["lrs"]) >= 2
+
+
+# ---- the tables and ledger rows (synthetic runs; no JAX)
+
+
+def _runs(rows):
+    import pandas as pd
+
+    return pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "best_val_loss": loss, "diverged": False,
+                          "n_params": 1, "config.name": "paper", **extra} for v, lr, s, loss, extra in rows])
+
+
+GRID = {"variants": ["softmax", "yat", "a3", "yat_exp", "softmax_t", "a3_heads"], "sweep_seed": 0,
+        "sweep_lrs": [1e-3, 3e-3], "contest_seeds": [0, 1],
+        "contest_lr": {"softmax": 3e-4, "yat": 3e-3, "a3": 1e-3, "yat_exp": 3e-3, "softmax_t": 1e-3,
+                       "a3_heads": 1e-3}}
+
+
+def _swap(native, to, normaliser, native_loss, swapped_loss):
+    return {"normswap.native_normaliser": native, "normswap.native_loss": native_loss, "normswap.swapped_to": to,
+            "normswap.swapped_normaliser": normaliser, "normswap.swapped_loss": swapped_loss}
+
+
+def test_normswap_table_reads_both_losses_from_the_bundles():
+    from attnlab.pipeline.tables import normswap_display, normswap_table
+
+    runs = _runs([("yat", 3e-3, 0, 1.5, _swap("kernel", "yat_exp", "softmax", 1.52, 1.9)),
+                  ("yat", 1e-3, 0, 1.6, _swap("kernel", "yat_exp", "softmax", 1.61, 2.0)),  # a sweep cell
+                  ("yat_exp", 3e-3, 1, 1.45, _swap("softmax", "yat", "kernel", 1.46, 1.7)),
+                  ("softmax", 3e-4, 0, 1.4, {})])
+    table = normswap_table(runs, GRID)
+    assert list(table.variant) == ["yat", "yat", "yat_exp"]  # grid order, then LR; softmax has no crossover
+    np.testing.assert_allclose(table.difference, [0.39, 0.38, 0.24])
+    assert list(table.in_contest) == [False, True, True]
+    shown = normswap_display(table)
+    assert len(shown) == 2 and list(shown["swapped − native"]) == ["+0.3800", "+0.2400"]
+    assert normswap_table(_runs([("softmax", 3e-4, 0, 1.4, {})]), GRID).empty
+
+
+def test_a3_vs_temperature_sets_each_gain_over_softmax_per_seed():
+    from attnlab.pipeline import claims
+    from attnlab.pipeline.tables import a3_vs_temperature_display, a3_vs_temperature_table
+
+    rows = []
+    for seed, (soft, a3, temp, heads) in enumerate([(1.50, 1.46, 1.49, 1.45), (1.52, 1.48, 1.50, 1.47)]):
+        rows += [("softmax", 3e-4, seed, soft, {}), ("a3", 1e-3, seed, a3, {}), ("softmax_t", 1e-3, seed, temp, {}),
+                 ("a3_heads", 1e-3, seed, heads, {}), ("a3", 3e-3, seed, 1.0, {})]  # a3 off its contest LR: ignored
+    table = a3_vs_temperature_table(_runs(rows), GRID)
+    np.testing.assert_allclose(table.a3_gain, [0.04, 0.04])
+    np.testing.assert_allclose(table.softmax_t_gain, [0.01, 0.02])
+    np.testing.assert_allclose(table.softmax_t_share_of_a3_gain, [0.25, 0.5])
+    shown = a3_vs_temperature_display(table)
+    assert list(shown.seed) == ["0", "1", "mean"] and shown["softmax_t / a3 gain"].iloc[-1] == pytest.approx(0.375)
+    assert "a3 (LR 0.001)" in shown.columns
+    claim = claims.a3_gain_is_per_token({"a3_vs_temperature": table}, claims.published(), "paper")
+    assert claim.source == claims.BEYOND and claim.verdict == "holds at paper"
+    closed = table.assign(softmax_t_gain=table.a3_gain * 1.2)
+    assert claims.a3_gain_is_per_token({"a3_vs_temperature": closed}, claims.published(), "paper").verdict == \
+        "fails at paper"
+    no_gain = table.assign(a3_gain=-0.01)
+    assert "does not beat" in claims.a3_gain_is_per_token({"a3_vs_temperature": no_gain}, claims.published(),
+                                                            "smoke").measured
+
+
+def test_the_later_posts_softmax_kernel_is_checked_at_one_lr():
+    import pandas as pd
+
+    from attnlab.pipeline import claims
+
+    pub = claims.published()
+    assert {"variant": "yat_b_exp", "lr": 3e-3, "mean": 1.4968, "std": 0.0054}.items() <= \
+        next(e for e in pub["contest"] if e["variant"] == "yat_b_exp").items()
+
+    def contest(exp_mean, exp_lr=3e-3):
+        return pd.DataFrame([{"variant": "yat_b", "lr": 3e-3, "best_val_mean": 1.51, "best_val_std": 0.002},
+                             {"variant": "yat_b_exp", "lr": exp_lr, "best_val_mean": exp_mean,
+                              "best_val_std": 0.005}])
+
+    check = claims.softmax_over_kernel
+    assert check({"contest": contest(1.49)}, pub, "paper").verdict == "holds at paper"
+    assert check({"contest": contest(1.508)}, pub, "paper").verdict == "partly at paper"
+    assert check({"contest": contest(1.52)}, pub, "smoke").verdict == "not reproduced at smoke"
+    assert check({"contest": contest(1.49, exp_lr=1e-3)}, pub, "paper").verdict == "not tested"

@@ -43,6 +43,7 @@ except ConfigError as err:
 
 TABLE_NAMES = [
     "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init", "a3_vs_softmax_entropy",
+    "normswap", "a3_vs_temperature",
 ]
 TABLES = [str(paths.RUNS_TABLE)] + [str(paths.table(name, ext)) for name in TABLE_NAMES for ext in ("csv", "md", "tex")]
 

@@ -15,9 +15,20 @@ VARIANTS: dict[str, str] = {
     "yat": "attnlab.training.attention.yat:YatScore",
     "yat_b": "attnlab.training.attention.yat_b:YatBiasScore",
     "a3": "attnlab.training.attention.a3:A3Score",
+    "yat_exp": "attnlab.training.attention.yat_exp:YatExpScore",
+    "yat_b_exp": "attnlab.training.attention.yat_b_exp:YatBiasExpScore",
+    "softmax_t": "attnlab.training.attention.softmax_t:SoftmaxTemperatureScore",
+    "a3_heads": "attnlab.training.attention.a3_heads:A3HeadsScore",
 }
 
 KERNEL_VARIANTS = ("yat", "yat_b")  # variants whose weights are kappa / sum(kappa): they report a row mass
+SOFTMAX_KERNEL_VARIANTS = ("yat_exp", "yat_b_exp")  # the same kappa under a softmax: no row mass
+
+# The normaliser crossover (bundle field "normswap"): each kappa variant, the normaliser it trains
+# with, and its twin, the variant that computes the same kappa under the other normaliser (the same
+# parameters under the same names). "kernel" is kappa / sum(kappa), "softmax" a softmax over kappa.
+NORMALISERS: dict[str, str] = {"yat": "kernel", "yat_b": "kernel", "yat_exp": "softmax", "yat_b_exp": "softmax"}
+NORMALISER_TWINS: dict[str, str] = {"yat": "yat_exp", "yat_exp": "yat", "yat_b": "yat_b_exp", "yat_b_exp": "yat_b"}
 
 
 class UnknownVariantError(ValueError):

@@ -32,7 +32,8 @@ HOLDS, PARTLY, FAILS, UNTESTED = "holds", "partly", "fails", "not tested"
 NOT_REPRODUCED = "not reproduced"
 KERNELS = ("yat_b", "yat")
 TABLE_NAMES = ("runs", "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "a3_gates",
-               "a3_init", "a3_vs_softmax_entropy")
+               "a3_init", "a3_vs_softmax_entropy", "normswap", "a3_vs_temperature")
+BEYOND = "beyond the posts"  # the source of a check no post makes (issue 11's controls)
 LEDGER_COLUMNS = ["source", "claim", "check", "measured", "published", "verdict", "protocol", "note"]
 SEED_MEAN = "seed_mean_over_layers_of_max_score"  # tables.SEED_MEAN_OVER_LAYERS (claims stays import-light)
 
@@ -86,7 +87,7 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     protocol = build_protocol(tables)
     checks = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
               mass_auroc_null, kernel_more_diffuse, a3_valid_distributions, a3_starts_at_softmax,
-              a3_early_layers_softer, a3_overhead_small)
+              a3_early_layers_softer, a3_overhead_small, softmax_over_kernel, a3_gain_is_per_token)
     rows = []
     for check in checks:
         claim = check(tables, pub, protocol)
@@ -427,9 +428,77 @@ def a3_overhead_small(t, pub, protocol) -> Claim:
     extra = int(params["a3"] - params["softmax"])
     share = extra / params["softmax"]
     outcome = HOLDS if share < 0.01 else FAILS
-    note = "" if share < 0.01 else "the shared gate network is a fixed cost: its share shrinks as the model grows"
+    notes = [] if share < 0.01 else ["the shared gate network is a fixed cost: its share shrinks as the model grows"]
+    notes.append("a3 shares one gate and bias across layers and heads (the two-matrix reading)")
+    if "a3_heads" in params:
+        heads_extra = int(params["a3_heads"] - params["softmax"])
+        notes.append(f"the per-head reading (a3_heads: w_g, b_g, u per layer x head) costs +{heads_extra:,} "
+                     f"({heads_extra / params['softmax']:.3%}), {heads_extra / max(extra, 1):.1f}× a3's overhead")
     return Claim("a3", text, check, f"+{extra:,} ({share:.3%})", "small",
-                 verdict(outcome, protocol, pub), note=note)
+                 verdict(outcome, protocol, pub), note="; ".join(notes))
+
+
+# ---- the later post, and issue 11's controls beyond the posts
+
+
+def _contest_std(t, variant) -> float | None:
+    row = _contest_row(t, variant)
+    return float(row.best_val_std) if row is not None and "best_val_std" in row else None
+
+
+def softmax_over_kernel(t, pub, protocol) -> Claim:
+    text = "yat_b under a softmax over its kernel trains better than under the l1 normaliser"
+    check = ("yat_b_exp vs yat_b contest means at the same LR: lower by more than either's seed std holds, "
+             "lower within a std partly, not lower fails")
+    entries = {e["variant"]: e for e in pub["contest"] if e["variant"] in ("yat_b", "yat_b_exp")}
+    exp, l1 = entries.get("yat_b_exp"), entries.get("yat_b")
+    published_text = (f"{exp['mean']:.4f} ± {exp['std']:.4f} vs {l1['mean']:.4f} ± {l1['std']:.4f} "
+                      f"({exp['mean'] - l1['mean']:+.4f})" if exp and l1 else "–")
+    note = ("the later post's figure; it states no LR for it (yat_b's 3e-3 assumed in published.yaml); "
+            "the same kappa and parameters, only the normaliser differs")
+    a, b = _contest_mean(t, "yat_b_exp"), _contest_mean(t, "yat_b")
+    if a is None or b is None:
+        return Claim("yat (later post)", text, check, "–", published_text, UNTESTED, note=note)
+    lr_a, lr_b = _contest_lr(t, "yat_b_exp"), _contest_lr(t, "yat_b")
+    note = f"yat_b_exp at {lr_a}, yat_b at {lr_b}; " + note
+    if lr_a != lr_b:
+        return Claim("yat (later post)", text, check, f"contest LRs differ ({lr_a} vs {lr_b})", published_text,
+                     UNTESTED, note=note)
+    spread = max(_contest_std(t, "yat_b_exp") or 0.0, _contest_std(t, "yat_b") or 0.0)
+    diff = a - b
+    outcome = HOLDS if diff < -spread else (PARTLY if diff < 0 else FAILS)
+    measured = (f"{a:.4f} ± {_contest_std(t, 'yat_b_exp') or 0:.4f} vs {b:.4f} ± {_contest_std(t, 'yat_b') or 0:.4f} "
+                f"({diff:+.4f})")
+    return Claim("yat (later post)", text, check, measured, published_text, verdict(outcome, protocol, pub),
+                 note=note)
+
+
+def a3_gain_is_per_token(t, pub, protocol) -> Claim:
+    text = ("A3's gain over softmax is its per-token temperature: a learned per-head temperature "
+            "(softmax_t, the same start) does not close it")
+    check = ("a3_vs_temperature, seed means, each variant at its contest LR: share = softmax_t's gain over "
+             "softmax / A3's; A3 gains and share < 0.5 holds, share < 1 partly; share ≥ 1 or no A3 gain fails")
+    table = _table(t, "a3_vs_temperature")
+    needed = {"a3_gain", "softmax_t_gain"}
+    if table.empty or not needed <= set(table.columns) or table[list(needed)].isna().all().any():
+        return Claim(BEYOND, text, check, "–", "not in the posts", UNTESTED)
+    a3_gain, t_gain = float(table.a3_gain.mean()), float(table.softmax_t_gain.mean())
+    share = t_gain / a3_gain if a3_gain != 0 else math.nan
+    per_seed = "; ".join(f"seed {int(r.seed)}: a3 {r.a3_gain:+.4f}, softmax_t {r.softmax_t_gain:+.4f}"
+                         for r in table.itertuples())
+    measured = f"gain over softmax: a3 {a3_gain:+.4f}, softmax_t {t_gain:+.4f}"
+    if a3_gain > 0:
+        measured += f" (softmax_t closes {share:.0%})"
+        outcome = HOLDS if share < 0.5 else (PARTLY if share < 1 else FAILS)
+    else:
+        measured += ": A3 does not beat softmax"
+        outcome = FAILS
+    lrs = ", ".join(f"{v} at {_lr(table[f'{v}_lr'].iloc[0])}" for v in ("softmax", "a3", "softmax_t")
+                    if f"{v}_lr" in table and str(table[f"{v}_lr"].iloc[0]) not in ("–", "nan"))
+    note = f"{lrs}; per seed {per_seed}"
+    if "a3_heads_gain" in table and table.a3_heads_gain.notna().any():
+        note += f"; a3_heads (gate and bias per head) {float(table.a3_heads_gain.mean()):+.4f}"
+    return Claim(BEYOND, text, check, measured, "not in the posts", verdict(outcome, protocol, pub), note=note)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -32,6 +32,19 @@ SCORE_SCALE_COLUMNS = ["variant", "lr", "seed", "layer", "mean_max_score", "max_
 A3_GATE_INIT = float(1.0 / (1.0 + np.exp(-3.0)))  # sigmoid(b_g = 3): A3's gate before training
 A3_VS_SOFTMAX_COLUMNS = ["layer", "a3_entropy", "softmax_entropy", "entropy_diff", "a3_gate_mean", "a3_gate_init",
                          "a3_bias_std", "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds"]
+# normswap, one row per kernel-family cell (bundle field "normswap", attnlab.training.train):
+#   native_loss: the final weights' validation loss under the normaliser they trained with;
+#   swapped_loss: the same weights and batches with kappa normalised the other way (l1 <-> softmax),
+#     which is what the twin variant swapped_to computes with them; difference = swapped - native.
+NORMSWAP_COLUMNS = ["variant", "lr", "seed", "in_contest", "diverged", "native_normaliser", "native_loss",
+                    "swapped_to", "swapped_normaliser", "swapped_loss", "difference"]
+# a3_vs_temperature, one row per contest seed: each variant's best validation loss at its contest LR and
+# its gain over softmax of the same seed (softmax - variant: > 0 is better than softmax);
+# softmax_t_share_of_a3_gain = softmax_t_gain / a3_gain (1: a per-head temperature closes all of A3's gain).
+TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")
+A3_VS_TEMPERATURE_COLUMNS = (["seed", "softmax_best_val"] + [f"{v}_best_val" for v in TEMPERATURE_ARMS]
+                             + [f"{v}_gain" for v in TEMPERATURE_ARMS] + ["softmax_t_share_of_a3_gain"]
+                             + ["softmax_lr"] + [f"{v}_lr" for v in TEMPERATURE_ARMS])
 
 
 def load_runs(bundle_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
@@ -154,6 +167,95 @@ def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def normswap_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Every cell whose bundle holds a normaliser crossover: native and swapped loss of its final weights."""
+    needed = {"normswap.native_loss", "normswap.swapped_loss"}
+    if runs.empty or not needed <= set(runs.columns):
+        return pd.DataFrame(columns=NORMSWAP_COLUMNS)
+    cells = runs[runs["normswap.native_loss"].notna()]
+    contest = set()
+    for variant in grid["variants"]:
+        contest |= set(contest_cells(runs, grid, variant).index)
+    table = pd.DataFrame({
+        "variant": cells.variant, "lr": cells.lr.astype(float), "seed": cells.seed.astype(int),
+        "in_contest": [i in contest for i in cells.index], "diverged": cells.diverged.astype(bool),
+        "native_normaliser": cells["normswap.native_normaliser"], "native_loss": cells["normswap.native_loss"],
+        "swapped_to": cells["normswap.swapped_to"], "swapped_normaliser": cells["normswap.swapped_normaliser"],
+        "swapped_loss": cells["normswap.swapped_loss"],
+        "difference": cells["normswap.swapped_loss"] - cells["normswap.native_loss"],
+    }, columns=NORMSWAP_COLUMNS)
+    order = {v: i for i, v in enumerate(grid["variants"])}
+    return (table.assign(_order=table.variant.map(order)).sort_values(["_order", "lr", "seed"])
+            .drop(columns="_order").reset_index(drop=True))
+
+
+def normswap_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The contest cells: per variant and seed, native loss, swapped loss and their difference."""
+    shown = table[table.in_contest.astype(bool)] if not table.empty else table
+    return pd.DataFrame({
+        "variant": shown.variant, "LR": shown.lr.map(format_lr), "seed": shown.seed,
+        "trained with": shown.native_normaliser, "native loss": shown.native_loss,
+        "swapped to": [f"{n} (= {t})" for n, t in zip(shown.swapped_normaliser, shown.swapped_to)],
+        "swapped loss": shown.swapped_loss, "swapped − native": shown.difference.map(lambda x: f"{x:+.4f}"),
+    }, columns=["variant", "LR", "seed", "trained with", "native loss", "swapped to", "swapped loss",
+                "swapped − native"])
+
+
+def a3_vs_temperature_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Per contest seed: A3's gain over softmax beside softmax_t's (and a3_heads'), each at its contest LR."""
+    best = {}
+    for variant in ("softmax",) + TEMPERATURE_ARMS:
+        cells = contest_cells(runs, grid, variant) if not runs.empty else runs
+        best[variant] = dict(zip(cells.seed.astype(int), cells.best_val_loss.astype(float))) if len(cells) else {}
+    if not best["softmax"] or not any(best[v] for v in TEMPERATURE_ARMS):
+        return pd.DataFrame(columns=A3_VS_TEMPERATURE_COLUMNS)
+    rows = []
+    for seed in sorted(best["softmax"]):
+        soft = best["softmax"][seed]
+        row = {"seed": seed, "softmax_best_val": soft, "softmax_lr": _contest_lr_text(grid, "softmax")}
+        for variant in TEMPERATURE_ARMS:
+            value = best[variant].get(seed, np.nan)
+            row[f"{variant}_best_val"] = value
+            row[f"{variant}_gain"] = soft - value
+            row[f"{variant}_lr"] = _contest_lr_text(grid, variant)
+        row["softmax_t_share_of_a3_gain"] = _share(row["softmax_t_gain"], row["a3_gain"])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=A3_VS_TEMPERATURE_COLUMNS)
+
+
+def _contest_lr_text(grid: dict, variant: str) -> str:
+    lr = grid["contest_lr"].get(variant)
+    return format_lr(lr) if lr is not None else "–"
+
+
+def a3_vs_temperature_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Per seed and the mean over seeds: each arm's best-val (its LR in the header) and gain over softmax."""
+    arms = ("softmax",) + TEMPERATURE_ARMS
+    if table.empty:
+        return pd.DataFrame(columns=["seed", *arms, *(f"{v} gain" for v in TEMPERATURE_ARMS), "softmax_t / a3 gain"])
+    headers = {v: f"{v} (LR {table[f'{v}_lr'].iloc[0]})" for v in arms}
+    mean = table.drop(columns=[c for c in table.columns if c.endswith("_lr")]).mean(numeric_only=True)
+
+    def line(seed, r, share):
+        row = {"seed": seed, **{headers[v]: r[f"{v}_best_val"] for v in arms}}
+        row.update({f"{v} gain": _signed(r[f"{v}_gain"]) for v in TEMPERATURE_ARMS})
+        row["softmax_t / a3 gain"] = share
+        return row
+
+    rows = [line(str(int(r.seed)), r, r.softmax_t_share_of_a3_gain) for _, r in table.iterrows()]
+    rows.append(line("mean", mean, _share(mean["softmax_t_gain"], mean["a3_gain"])))
+    return pd.DataFrame(rows)
+
+
+def _share(part: float, whole: float) -> float:
+    """part / whole, NaN where whole is 0 or missing."""
+    return float(part / whole) if np.isfinite(whole) and whole != 0 and np.isfinite(part) else np.nan
+
+
+def _signed(value: float) -> str:
+    return f"{value:+.4f}" if np.isfinite(value) else "–"
+
+
 def params_table(runs: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
     counts = runs.groupby("variant").n_params.first().reindex([v for v in variants if v in set(runs.variant)])
     base = counts.get("softmax", np.nan)
@@ -226,7 +328,7 @@ def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -
         "mass_auroc": (auroc, _auroc_display(auroc)),
         "entropy": (entropy, _mean_by_variant(entropy, ["mean", "share_below_0.3", "share_above_0.8"])),
         "scalars": (scalars, _scalars_display(scalars)),
-        "a3_gates": (gates[gates.variant.isin(["a3", "softmax"])], _gates_display(gates)),
+        "a3_gates": (gates[gates.variant.isin(["a3", "a3_heads", "softmax"])], _gates_display(gates)),
     }
 
 
@@ -392,7 +494,12 @@ def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path) -> dict[str, pd.
     write_table(contest, out_dir / "contest", contest_display(contest))
     write_table(sweep, out_dir / "lr_sweep", sweep_display(sweep))
     write_table(params, out_dir / "params")
-    tables = {"runs": runs, "contest": contest, "lr_sweep": sweep, "params": params}
+    normswap = normswap_table(runs, grid)
+    write_table(normswap, out_dir / "normswap", normswap_display(normswap))
+    temperature = a3_vs_temperature_table(runs, grid)
+    write_table(temperature, out_dir / "a3_vs_temperature", a3_vs_temperature_display(temperature))
+    tables = {"runs": runs, "contest": contest, "lr_sweep": sweep, "params": params, "normswap": normswap,
+              "a3_vs_temperature": temperature}
     by_path = {b["path"]: b for b in bundles}
     telemetry = telemetry_tables(runs, grid, by_path)
     for name, (table, display) in telemetry.items():

@@ -13,6 +13,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
+from attnlab.training.attention.normalisers import Renormalised
 from attnlab.training.batches import slice_batch
 from attnlab.training.probe import attention_maps, probe_batch
 
@@ -77,6 +78,19 @@ def train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, s
 def evaluate(graphdef, rest, params, val_x, val_y):
     """Mean loss over the fixed held-out batches (no dropout)."""
     model = nnx.merge(graphdef, params, rest)
+    losses = jax.lax.map(lambda xy: cross_entropy(model(xy[0]), xy[1]), (val_x, val_y))
+    return losses.mean()
+
+
+@partial(jax.jit, static_argnames=("graphdef", "normaliser"))
+def evaluate_normalised(graphdef, rest, params, val_x, val_y, *, normaliser: str):
+    """evaluate() with the kernel family's kappa normalised by `normaliser` ("kernel" or "softmax").
+
+    The normaliser crossover: the trained weights, unchanged, with the score
+    module wrapped in attention.normalisers.Renormalised.
+    """
+    model = nnx.merge(graphdef, params, rest)
+    model.score = Renormalised(model.score, normaliser)
     losses = jax.lax.map(lambda xy: cross_entropy(model(xy[0]), xy[1]), (val_x, val_y))
     return losses.mean()
 

@@ -38,13 +38,14 @@ from attnlab.core.config_types import model_config, telemetry_config, to_json, t
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
 from attnlab.core.telemetry_stats import entropy_histograms, summarise
-from attnlab.core.variants import UnknownVariantError, check_variant
+from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError, check_variant
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets)
 from attnlab.training.bundle_writer import check_out_dir, write_bundle
 from attnlab.training.checkpoint import ResumeCheckpoints, save_params
 from attnlab.training.model import GPT, count_params
-from attnlab.training.steps import evaluate, make_optimizer, probe, train_chunk, window_attention
+from attnlab.training.steps import (evaluate, evaluate_normalised, make_optimizer, probe, train_chunk,
+                                   window_attention)
 
 LN2 = math.log(2.0)
 SEED_LIMIT = 2**32
@@ -359,7 +360,29 @@ def bundle_summary(cell: Cell, params, progress: Progress, arrays, code_fingerpr
     }
     if hasattr(cell.model.score, "scalars"):
         summary["learned"] = {k: np.asarray(v).tolist() for k, v in cell.model.score.scalars().items()}
+    swap = normaliser_crossover(cell, params)
+    if swap is not None:
+        summary["normswap"] = swap
     return summary
+
+
+def normaliser_crossover(cell: Cell, params) -> dict | None:
+    """A kernel-family cell's final weights on the validation batches under its own and the other normaliser.
+
+    The same kappa, the same weights, the same batches: native_loss is
+    evaluate()'s, swapped_loss the loss with kappa normalised the other way
+    (l1 <-> softmax, attention.normalisers), which is what the twin variant
+    `swapped_to` computes with these weights. None for variants without a twin.
+    """
+    if cell.variant not in NORMALISER_TWINS:
+        return None
+    native = NORMALISERS[cell.variant]
+    swapped = "softmax" if native == "kernel" else "kernel"
+    native_loss = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
+    swapped_loss = float(evaluate_normalised(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y,
+                                             normaliser=swapped))
+    return {"native_normaliser": native, "native_loss": native_loss, "swapped_to": NORMALISER_TWINS[cell.variant],
+            "swapped_normaliser": swapped, "swapped_loss": swapped_loss}
 
 
 if __name__ == "__main__":

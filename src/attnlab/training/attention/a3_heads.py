@@ -1,0 +1,76 @@
+"""A3 with its gate and bias per head: w = softmax(S * G + B), w_g, b_g and u per layer x head.
+
+The same context as A3 (attention.a3): for head h of layer l,
+c_i = [prefix-mean q_{<=i}; prefix-mean k_{<=i}; e_{l,h}], with the learned
+layer/head embedding e_{l,h}. Where A3 shares one gate vector w_g, one bias b_g
+and one key-bias vector u across every layer and head (the "two-matrix change"),
+here each (layer, head) has its own, as in the post's reference code and its
+"small parameter and compute overhead per head":
+  G_i = sigmoid(w_g[l,h] . c_i + b_g[l,h]),  B_ij = u[l,h] . c_j.
+The same init: w_g = 0, u = 0, b_g = 3, so at step 0 it is softmax(sigmoid(3) * S),
+A3's starting function. The embedding is kept so that the two arms differ only
+in sharing: with per-head gates its term e_{l,h} . w_g[l,h] is a per-head
+constant that b_g could also carry.
+
+Parameters: layers x heads x (2 x context + 1) plus the embedding, against A3's
+2 x context + 1 plus the embedding.
+"""
+
+from __future__ import annotations
+
+import math
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.core.constants import A3_GATE_BIAS_INIT
+from attnlab.training.attention.a3 import A3Score
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+
+
+class A3HeadsScore(A3Score):
+    def __init__(
+        self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, a3_embed_dim: int | None = None, **_
+    ):
+        self.d_head = d_head
+        embed_dim = a3_embed_dim or d_head
+        context_dim = 2 * d_head + embed_dim
+        self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
+        self.w_g = nnx.Param(jnp.zeros((layers, heads, context_dim)))
+        self.b_g = nnx.Param(jnp.full((layers, heads), A3_GATE_BIAS_INIT, dtype=jnp.float32))
+        self.u = nnx.Param(jnp.zeros((layers, heads, context_dim)))
+
+    def _gate_and_bias(self, context: jnp.ndarray, layer: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """context (B, H, T, C) -> gate (B, H, T) per query row, bias (B, H, T) per key position."""
+        w_g, u = self.w_g[...][layer], self.u[...][layer]  # (H, C)
+        gate = jax.nn.sigmoid(jnp.einsum("bhtc,hc->bht", context, w_g) + self.b_g[...][layer][None, :, None])
+        bias = jnp.einsum("bhtc,hc->bht", context, u)
+        return gate, bias
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        mask = causal_mask(q.shape[1])
+        logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
+        gate, bias = self._gate_and_bias(self._context(q, k, layer), layer)
+        shaped = logits * gate[..., :, None] + bias[..., None, :]
+        return ScoreOutput(
+            weights=masked_softmax(shaped, mask),
+            scores=jnp.where(mask, shaped, -jnp.inf),
+            gate=gate,
+            bias=bias,
+        )
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        length = q.shape[1]
+        counts = jnp.arange(1, length + 1, dtype=q.dtype)[None, :, None, None]
+        q_mean = jnp.swapaxes(jnp.cumsum(q, axis=1) / counts, 1, 2)  # (B, H, T, D) prefix means, no T x T matrix
+        k_mean = jnp.swapaxes(jnp.cumsum(k, axis=1) / counts, 1, 2)
+        gate, bias = self._gate_and_bias(self._with_embed(q_mean, k_mean, layer), layer)
+        bias = jnp.swapaxes(bias, 1, 2)  # (B, T, H): per key, key axis 1 for the blocks
+        scale = math.sqrt(self.d_head)
+
+        def scores(k_block, bias_block):
+            logits = pairwise_dots(q, k_block) / scale
+            return logits * gate[..., :, None] + jnp.swapaxes(bias_block, 1, 2)[..., None, :]
+
+        return BlockScorer("softmax", scores, keyed=(bias,))

@@ -1,0 +1,36 @@
+"""yat's kernel under a softmax: w = softmax(kappa) over the causal window, kappa = (q.k)^2 / (||q-k||^2 + 1).
+
+The ablation of the posts' thesis (is it the kernel that matters, or dropping
+the exponential?): the same kappa as yat, b = 0 and eps = 1 frozen, with the
+seed's l1 normaliser kappa / sum kappa replaced by a softmax over the visible
+keys (masked keys excluded, not given kappa = 0). No parameters of its own, so
+the same count as yat.
+
+Telemetry: the max score is kappa's, as for yat. No row mass: under a softmax
+sum_j kappa_ij does not enter the weights, so there is no mass channel to rank
+(the mass AUROC stays with the l1 kernels).
+"""
+
+from __future__ import annotations
+
+import jax.numpy as jnp
+from flax import nnx
+
+from attnlab.core.constants import YAT_FROZEN_EPS
+from attnlab.training.attention.base import BlockScorer, ScoreOutput
+from attnlab.training.attention.normalisers import softmax_kernel_output
+from attnlab.training.attention.yat import yat_kernel
+
+
+class YatExpScore(nnx.Module):
+    """yat's kappa (b = 0, eps = 1), softmax-normalised."""
+
+    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
+        pass
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
+        return softmax_kernel_output(kappa)
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        return BlockScorer("softmax", lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])
