@@ -9,8 +9,8 @@ Snakefile passes it to each rule as a param, so a rule reruns exactly when the
 behaviour of code it runs changes.
 
 The variant registry is the one place read more finely: a training cell
-depends on its own registry line, not the whole table, so adding a variant
-retrains nothing else.
+depends on its own entries (its module, its normaliser and crossover twin),
+not the whole table, so adding a variant retrains nothing else.
 """
 
 from __future__ import annotations
@@ -104,10 +104,12 @@ def cached_fingerprint(modules: tuple[str, ...], src: str, extra_json: str = "{}
 
 def training_fingerprint(variant: str, src: Path = SRC) -> str:
     """The code a training cell of `variant` runs: the trainer, its variant's module, its registry line."""
-    from attnlab.core.variants import VARIANTS, variant_module
+    from attnlab.core import variants
 
-    return cached_fingerprint(("attnlab.training.train", variant_module(variant)), str(src),
-                              json.dumps({"registry": VARIANTS[variant]}), (REGISTRY,))
+    entry = {"registry": variants.VARIANTS[variant], "normaliser": variants.NORMALISERS.get(variant),
+             "twin": variants.NORMALISER_TWINS.get(variant)}  # what the registry means for this cell
+    return cached_fingerprint(("attnlab.training.train", variants.variant_module(variant)), str(src),
+                              json.dumps(entry, sort_keys=True), (REGISTRY,))
 
 
 def _tree(path: Path) -> ast.Module:
