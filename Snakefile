@@ -10,6 +10,7 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
+include: "workflow/rules/composability.smk"
 include: "workflow/rules/writeup.smk"
 
 # On a cluster, only training is worth a job of its own; the rest is seconds of work (and
@@ -31,6 +32,7 @@ localrules:
     figure_entropy,
     figure_score_scale,
     figure_mass_auroc,
+    composability_table,
 
 
 rule all:
@@ -39,3 +41,4 @@ rule all:
         tables=TABLES,
         figures=FIGURES,
         writeup=WRITEUP,
+        composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],

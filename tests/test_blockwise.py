@@ -204,3 +204,14 @@ def test_config_refuses_kv_heads_that_do_not_divide_heads(smoke_config):
     cfg["model"]["attention_impl"] = "flash"
     with pytest.raises(ConfigError, match="model.attention_impl"):
         validate_config(cfg)
+
+
+def test_attention_bench_measures_both_paths():
+    from attnlab.training.attention_bench import display, run
+
+    table = run(["softmax"], [512], batch=1, heads=2, kv_heads=1, d_head=16, block=64, repeats=1, train=False,
+                log=lambda *a, **k: None)
+    row = table.iloc[0]
+    assert row["fwd dense MiB"] >= 2 * 512 * 512 * 4 / 2**20  # the (B, H, T, T) weights, at least
+    assert row["fwd blockwise MiB"] < row["fwd dense MiB"] / 2
+    assert list(display(table).columns) == ["variant", "T", "fwd MiB dense / blockwise", "fwd ms dense / blockwise"]

@@ -88,7 +88,15 @@ def test_tolerance_is_a_parameter():
     table = composability_table(synthetic_runs(drift=0.02))
     assert not table.agree.any()
     assert composability_verdict(table).startswith("fails")
-    assert composability(synthetic_runs(drift=0.02), tolerance=0.05)[1].startswith("holds")
+    assert composability(synthetic_runs(drift=0.02), drift=0.05)[1].startswith("holds")
+
+
+def test_a_different_function_at_step_0_fails_even_when_training_ends_alike():
+    runs = synthetic_runs(overrides={("a3", 4, "blockwise", "first_val_loss"): 4.25})
+    table, verdict = composability(runs)
+    row = table[(table.variant == "a3") & (table.kv_heads == 4)].iloc[0]
+    np.testing.assert_allclose(row.step0_diff, 0.05, rtol=1e-6)
+    assert not row.agree and verdict.startswith("fails: a3") and "at step 0" in verdict
 
 
 def test_module_never_imports_jax():

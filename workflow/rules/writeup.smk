@@ -8,6 +8,7 @@ rule writeup:
         tables=TABLES,
         figures=FIGURES,
         captions=CAPTIONS,
+        composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
     output:
         notebook="results/writeup/writeup.ipynb",
         html="results/writeup/writeup.html",

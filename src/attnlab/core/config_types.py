@@ -23,10 +23,18 @@ class ModelConfig:
     variant: str  # key into attnlab.core.variants.VARIANTS
     a3_embed_dim: int | None = None  # A3's layer/head embedding width (default d_head)
     dropout_masks: str = "bits16"  # "bits16" (fast, see attnlab.training.masks) or "bernoulli"
+    kv_heads: int | None = None  # key/value heads shared by groups of query heads: None = heads, 1 = MQA
+    attention_impl: str = "dense"  # "dense" (T x T weights) or "blockwise" (keys in blocks, running normaliser)
+    attention_block: int = 64  # keys per block of the blockwise path (need not divide block_size)
 
     @property
     def d_head(self) -> int:
         return self.d_model // self.heads
+
+    @property
+    def kv_head_count(self) -> int:
+        """Key/value heads: kv_heads, or heads when it is None (plain multi-head attention)."""
+        return self.heads if self.kv_heads is None else self.kv_heads
 
 
 @dataclass(frozen=True)
@@ -53,7 +61,8 @@ def model_config(cfg: dict, variant: str, vocab_size: int) -> ModelConfig:
     return ModelConfig(
         vocab_size=vocab_size, d_model=m["d_model"], layers=m["layers"], heads=m["heads"],
         block_size=m["block_size"], d_ff=m["d_ff"], dropout=float(m["dropout"]), variant=variant,
-        a3_embed_dim=m.get("a3_embed_dim"),
+        a3_embed_dim=m.get("a3_embed_dim"), kv_heads=m.get("kv_heads"),
+        attention_impl=m.get("attention_impl", "dense"), attention_block=m.get("attention_block", 64),
     )
 
 

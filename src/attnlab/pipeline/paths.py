@@ -24,11 +24,18 @@ CORPUS = RESULTS / "data" / "corpus.txt"
 COMPILE_CACHE = RESULTS / "jax-cache"
 RUNS_TABLE = TABLES / "runs.csv"
 CELL_PATTERN = RUNS / "{variant}" / "lr{lr}" / "seed{seed}"  # the same layout as cell_bundle, as wildcards
+COMPOSABILITY = RESULTS / "composability"
+COMPOSABILITY_PATTERN = COMPOSABILITY / "kv{kv}-{impl}" / "{variant}" / "lr{lr}" / "seed{seed}"
 
 
 def cell_bundle(variant: str, lr: float, seed: int) -> Path:
     """results/runs/<variant>/lr<lr>/seed<seed>: one bundle per cell."""
     return cell_dir(RUNS, variant, lr, seed)
+
+
+def composability_bundle(kv_heads: int, impl: str, variant: str, lr: float, seed: int) -> Path:
+    """results/composability/kv<k>-<impl>/<variant>/lr<lr>/seed<seed>: one run of the composability grid."""
+    return cell_dir(COMPOSABILITY / f"kv{int(kv_heads)}-{impl}", variant, lr, seed)
 
 
 def table(name: str, ext: str = "csv") -> Path:

@@ -57,7 +57,8 @@ def step_flops(cfg: ModelConfig, batch: int) -> float:
     """Matmul FLOPs of one training step: forward x 3 (backward costs two forwards)."""
     tokens = batch * cfg.block_size
     d, f, t = cfg.d_model, cfg.d_ff, cfg.block_size
-    per_layer = 2 * tokens * d * (3 * d + d + 2 * f)  # qkv, output projection, MLP in and out
+    kv = 2 * cfg.kv_head_count * cfg.d_head  # key and value widths (2d without grouped-query attention)
+    per_layer = 2 * tokens * d * (d + kv + d + 2 * f)  # q, k and v, output projection, MLP in and out
     per_layer += 2 * 2 * batch * cfg.heads * t * t * cfg.d_head  # scores and weights @ values
     forward = cfg.layers * per_layer + 2 * tokens * d * cfg.vocab_size  # head
     return 3.0 * forward
@@ -170,7 +171,15 @@ def bench_cell(name: str, cfg: dict, variant: str, tokens: np.ndarray, n_steps: 
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if "--attention" in argv:  # one attention call, dense against blockwise (attnlab bench --attention --help)
+        from attnlab.training import attention_bench
+
+        return attention_bench.main([a for a in argv if a != "--attention"])
     parser = argparse.ArgumentParser(prog="attnlab bench", description=__doc__)
+    parser.add_argument("--attention", action="store_true",
+                        help="instead: memory and time of one attention call, dense vs blockwise, per variant "
+                             "and sequence length (its options: attnlab bench --attention --help)")
     parser.add_argument("--quick", action="store_true", help="fewer timed steps (under two minutes here)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))

@@ -43,3 +43,38 @@ def random_uint16(key: jax.Array, shape: tuple[int, ...]) -> jnp.ndarray:
     x0, x1 = threefry2x32(jax.random.key_data(key), counters[:pairs], counters[pairs:])
     words = jnp.concatenate([x0, x1])
     return jax.lax.bitcast_convert_type(words, jnp.uint16).reshape(-1)[:size].reshape(shape)
+
+
+def bits16_keep(rate: float) -> tuple[int, float]:
+    """The "bits16" dropout rule: keep an element whose 16 random bits are >= threshold, scaled by `scale`.
+
+    threshold = round(rate * 2^16); scale is the inverse realised keep probability.
+    """
+    threshold = round(rate * 65536)
+    return threshold, 65536.0 / (65536 - threshold)
+
+
+def random_uint16_columns(key: jax.Array, shape: tuple[int, ...], start, width: int) -> jnp.ndarray:
+    """random_uint16(key, shape)[..., start:start + width], computing only those columns.
+
+    The blockwise attention path draws its dropout mask one key block at a
+    time with this, so it drops exactly the weights the dense path drops. Each
+    element hashes its own counter pair (four times the hashing of the full
+    draw, which shares one hash between four elements), but nothing of size
+    shape is ever built. `start` may be traced; columns past the last one
+    (a padded final block) get arbitrary bits. Needs prod(shape) < 2^32.
+    """
+    *lead, cols = shape
+    size = math.prod(shape)
+    if size >= 2**32 - 4 * cols:
+        raise ValueError(f"random_uint16_columns: {shape} has too many elements for 32-bit counters")
+    pairs = np.uint32((size + 3) // 4)
+    rows = jnp.arange(math.prod(lead), dtype=jnp.uint32)[:, None]
+    index = rows * np.uint32(cols) + (jnp.asarray(start, jnp.uint32) + jnp.arange(width, dtype=jnp.uint32))[None]
+    word = index >> np.uint32(1)  # the 32-bit word holding this 16-bit value
+    first_half = word < pairs  # words [0, pairs) are the hashes' first outputs, the rest their second
+    counter = jnp.where(first_half, word, word - pairs)
+    x0, x1 = threefry2x32(jax.random.key_data(key), counter, counter + pairs)
+    halves = jax.lax.bitcast_convert_type(jnp.where(first_half, x0, x1), jnp.uint16)  # (..., 2) as in random_uint16
+    bits = jnp.where((index & np.uint32(1)) == 0, halves[..., 0], halves[..., 1])
+    return bits.reshape(*lead, width)

@@ -7,6 +7,16 @@ Exactly as the seed script builds it:
 - dropout in exactly two places per block: DROPOUT_SITES below. There is none
   on the embedding sum and none after the attention output projection;
 - a final LayerNorm and an untied linear head.
+
+Keys and values may have fewer heads than queries (ModelConfig.kv_heads:
+grouped-query attention, 1 = multi-query): query head h uses key/value head
+h // (heads / kv_heads). With kv_heads == heads (the default) the projections
+are today's single fused qkv Linear, so parameters and their initial values do
+not change; otherwise queries get a d x d Linear and keys and values one
+d x (2 kv_heads d_head) Linear. Attention is computed densely (the T x T
+weights, which the telemetry probe reads) or, with attention_impl
+"blockwise", key block by key block (attention.blockwise); probe=True always
+takes the dense path.
 """
 
 from __future__ import annotations
@@ -18,7 +28,8 @@ from flax import nnx
 from attnlab.core.config_types import ModelConfig
 from attnlab.training.attention import score_class
 from attnlab.training.attention.base import ScoreOutput
-from attnlab.training.masks import random_uint16
+from attnlab.training.attention.blockwise import blockwise_attention
+from attnlab.training.masks import bits16_keep, random_uint16
 
 # Where dropout acts, in the order of the per-layer dropout keys.
 DROPOUT_SITES = ("attention_weights", "mlp_output")
@@ -37,23 +48,55 @@ def dropout(x: jnp.ndarray, rate: float, key: jax.Array | None, masks: str = "bi
         return x
     if masks == "bernoulli":
         return jnp.where(jax.random.bernoulli(key, 1.0 - rate, x.shape), x / (1.0 - rate), 0.0)
-    threshold = round(rate * 65536)
+    threshold, scale = bits16_keep(rate)
     keep = random_uint16(key, x.shape) >= threshold
-    return jnp.where(keep, x * (65536.0 / (65536 - threshold)), 0.0)
+    return jnp.where(keep, x * scale, 0.0)
 
 
 class Attention(nnx.Module):
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.cfg = cfg
-        self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)
+        kv_heads = cfg.kv_head_count
+        if kv_heads < 1 or cfg.heads % kv_heads:
+            raise ValueError(f"kv_heads {kv_heads} must divide heads {cfg.heads}")
+        if cfg.attention_impl not in ("dense", "blockwise"):
+            raise ValueError(f"attention_impl {cfg.attention_impl!r}: expected 'dense' or 'blockwise'")
+        if cfg.attention_impl == "blockwise" and cfg.dropout > 0 and cfg.dropout_masks != "bits16":
+            raise ValueError("the blockwise path draws its dropout masks per key block: it needs dropout_masks "
+                             "'bits16'")
+        if kv_heads == cfg.heads:
+            self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)  # today's layout and init, exactly
+        else:
+            self.q = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
+            self.kv = nnx.Linear(cfg.d_model, 2 * kv_heads * cfg.d_head, rngs=rngs)
         self.proj = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
 
-    def __call__(self, x, score: nnx.Module, layer: int, weights_key) -> tuple[jnp.ndarray, ScoreOutput]:
+    def project(self, x) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
+        """x (B,T,d) -> q (B,T,H,D) and k, v (B,T,H,D), each key/value head repeated for its group of query heads."""
         batch, length, _ = x.shape
         cfg = self.cfg
-        q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
-        shape = (batch, length, cfg.heads, cfg.d_head)
-        q, k, v = q.reshape(shape), k.reshape(shape), v.reshape(shape)
+        kv_heads = cfg.kv_head_count
+        if kv_heads == cfg.heads:
+            q, k, v = jnp.split(self.qkv(x), 3, axis=-1)
+        else:
+            q = self.q(x)
+            k, v = jnp.split(self.kv(x), 2, axis=-1)
+        q = q.reshape(batch, length, cfg.heads, cfg.d_head)
+        group = cfg.heads // kv_heads
+        k, v = (jnp.repeat(t.reshape(batch, length, kv_heads, cfg.d_head), group, axis=2) if group > 1
+                else t.reshape(batch, length, kv_heads, cfg.d_head) for t in (k, v))
+        return q, k, v
+
+    def __call__(self, x, score: nnx.Module, layer: int, weights_key,
+                 dense: bool = False) -> tuple[jnp.ndarray, ScoreOutput | None]:
+        """Returns (output, ScoreOutput); the blockwise path (unless dense=True) builds no weights: None."""
+        batch, length, _ = x.shape
+        cfg = self.cfg
+        q, k, v = self.project(x)
+        if cfg.attention_impl == "blockwise" and not dense:
+            mixed = blockwise_attention(q, k, v, score.blockwise(q, k, layer), cfg.attention_block,
+                                        dropout_rate=cfg.dropout, dropout_key=weights_key)
+            return self.proj(mixed.reshape(batch, length, cfg.d_model)), None
         out = score(q, k, layer)
         weights = dropout(out.weights, cfg.dropout, weights_key, cfg.dropout_masks)
         mixed = jnp.einsum("bhts,bshd->bthd", weights, v).reshape(batch, length, cfg.d_model)
@@ -69,8 +112,8 @@ class Block(nnx.Module):
         self.fc_in = nnx.Linear(cfg.d_model, cfg.d_ff, rngs=rngs)
         self.fc_out = nnx.Linear(cfg.d_ff, cfg.d_model, rngs=rngs)
 
-    def __call__(self, x, score, layer: int, keys) -> tuple[jnp.ndarray, ScoreOutput]:
-        attended, out = self.attn(self.ln_attn(x), score, layer, keys[0])
+    def __call__(self, x, score, layer: int, keys, dense: bool = False) -> tuple[jnp.ndarray, ScoreOutput | None]:
+        attended, out = self.attn(self.ln_attn(x), score, layer, keys[0], dense)
         x = x + attended
         hidden = jax.nn.gelu(self.fc_in(self.ln_mlp(x)))
         x = x + dropout(self.fc_out(hidden), self.cfg.dropout, keys[1], self.cfg.dropout_masks)
@@ -93,13 +136,16 @@ class GPT(nnx.Module):
         )
 
     def __call__(self, tokens: jnp.ndarray, dropout_key: jax.Array | None = None, probe: bool = False):
-        """tokens (B, T) int -> logits (B, T, V); with probe=True also each layer's ScoreOutput."""
+        """tokens (B, T) int -> logits (B, T, V); with probe=True also each layer's ScoreOutput.
+
+        probe=True always computes attention densely (the telemetry reads the weights).
+        """
         length = tokens.shape[1]
         x = self.tok_embed(tokens) + self.pos_embed(jnp.arange(length))[None]
         keys = self._dropout_keys(dropout_key)
         outputs = []
         for layer, block in enumerate(self.blocks):
-            x, out = block(x, self.score, layer, keys[layer])
+            x, out = block(x, self.score, layer, keys[layer], probe)
             outputs.append(out)
         logits = self.head(self.ln_final(x))
         return (logits, outputs) if probe else logits

@@ -9,6 +9,18 @@ softmax). w_g, b_g and u are shared by every layer and head (the "two-matrix
 change"); the learned embedding e_{l,h} lets one gate act differently per head.
 At init (w_g = 0, u = 0, b_g = 3) this is softmax(sigmoid(3) * S): softmax at
 temperature 1/sigmoid(3), not plain softmax.
+
+With grouped-query or multi-query attention (model.kv_heads < heads) the keys
+reach this module already shared: every query head of a group sees its group's
+key head. So the key half of the context, prefix-mean k_{<=i}, is the prefix
+mean of the shared key head, the same for every query head of the group; the
+query half and the embedding e_{l,h} stay per query head, so the gate and bias
+can still differ between heads that share keys.
+
+The blockwise path (blockwise() below) computes the same context with
+cumulative sums instead of the averaging matmul (no T x T matrix); the gate is
+per query row and the bias per key, so both fit inside a key block of the
+online softmax.
 """
 
 from __future__ import annotations
@@ -20,7 +32,7 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import A3_GATE_BIAS_INIT
-from attnlab.training.attention.base import ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
 
 class A3Score(nnx.Module):
     def __init__(
@@ -50,6 +62,22 @@ class A3Score(nnx.Module):
             bias=bias,
         )
 
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        length = q.shape[1]
+        counts = jnp.arange(1, length + 1, dtype=q.dtype)[None, :, None, None]
+        q_mean = jnp.swapaxes(jnp.cumsum(q, axis=1) / counts, 1, 2)  # (B, H, T, D) prefix means, no T x T matrix
+        k_mean = jnp.swapaxes(jnp.cumsum(k, axis=1) / counts, 1, 2)
+        context = self._with_embed(q_mean, k_mean, layer)
+        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])  # (B, H, T): per query row
+        bias = jnp.swapaxes(context @ self.u[...], 1, 2)  # (B, T, H): per key, key axis 1 for the blocks
+        scale = math.sqrt(self.d_head)
+
+        def scores(k_block, bias_block):
+            logits = pairwise_dots(q, k_block) / scale
+            return logits * gate[..., :, None] + jnp.swapaxes(bias_block, 1, 2)[..., None, :]
+
+        return BlockScorer("softmax", scores, keyed=(bias,))
+
     def _context(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> jnp.ndarray:
         # Prefix means as one matmul with a row-normalised lower-triangular matrix: on a CPU
         # this is much cheaper than a cumulative sum, which XLA lowers to a windowed reduction.
@@ -57,6 +85,10 @@ class A3Score(nnx.Module):
         averaging = jnp.tril(jnp.ones((length, length), q.dtype)) / jnp.arange(1, length + 1, dtype=q.dtype)[:, None]
         q_mean = jnp.einsum("ts,bshd->bhtd", averaging, q)  # (B, H, T, D)
         k_mean = jnp.einsum("ts,bshd->bhtd", averaging, k)
-        embed = self.embed[...][layer].astype(q.dtype)  # (H, E)
+        return self._with_embed(q_mean, k_mean, layer)
+
+    def _with_embed(self, q_mean: jnp.ndarray, k_mean: jnp.ndarray, layer: int) -> jnp.ndarray:
+        """[q_mean; k_mean; e_{l,h}] per (B, H, T): the context c_i."""
+        embed = self.embed[...][layer].astype(q_mean.dtype)  # (H, E)
         embed = jnp.broadcast_to(embed[None, :, None, :], q_mean.shape[:3] + (embed.shape[-1],))
         return jnp.concatenate([q_mean, k_mean, embed], axis=-1)  # (B, H, T, C)

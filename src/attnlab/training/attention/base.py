@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,32 @@ class ScoreOutput(NamedTuple):
     mass: jnp.ndarray | None = None
     gate: jnp.ndarray | None = None
     bias: jnp.ndarray | None = None
+
+
+class BlockScorer(NamedTuple):
+    """What a score function hands the blockwise path (attnlab.training.attention.blockwise).
+
+    A variant supports the blockwise path with one method, blockwise(q, k,
+    layer) -> BlockScorer; its dense __call__ stays the reference it must equal.
+    Queries stay whole; the keys are visited in blocks, and nothing of size
+    T x T is built.
+
+    normaliser: "softmax": scores are logits, normalised by an online softmax
+                (running max and running sum of exponentials);
+                "kernel": scores are kappa >= 0, normalised as the dense
+                kernel_weights does, kappa / (sum kappa + 1e-9), from a
+                running sum of kappa and of kappa * v.
+    scores:     scores(k_block, *keyed_blocks) -> (B, H, T, Kb), the scores of
+                every query against one block of keys (k_block (B, Kb, H, D)),
+                before the causal mask (the blockwise path applies it). Per-query
+                quantities (A3's gate) are closed over.
+    keyed:      arrays indexed by key position on axis 1, (B, S, ...), cut into
+                the same blocks as the keys and passed to scores (A3's per-key bias).
+    """
+
+    normaliser: Literal["softmax", "kernel"]
+    scores: Callable[..., jnp.ndarray]
+    keyed: tuple[jnp.ndarray, ...] = ()
 
 
 def causal_mask(length: int) -> jnp.ndarray:

@@ -7,7 +7,7 @@ import math
 import jax.numpy as jnp
 from flax import nnx
 
-from attnlab.training.attention.base import ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
 
 
 class SoftmaxScore(nnx.Module):
@@ -23,3 +23,6 @@ class SoftmaxScore(nnx.Module):
             weights=masked_softmax(logits, mask),
             scores=jnp.where(mask, logits, -jnp.inf),
         )
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        return BlockScorer("softmax", lambda k_block: pairwise_dots(q, k_block) / math.sqrt(self.d_head))

@@ -11,6 +11,7 @@ from flax import nnx
 
 from attnlab.core.constants import YAT_FROZEN_EPS
 from attnlab.training.attention.base import (
+    BlockScorer,
     ScoreOutput,
     causal_mask,
     kernel_weights,
@@ -41,3 +42,6 @@ class YatScore(nnx.Module):
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
         return kernel_output(kappa)
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        return BlockScorer("kernel", lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])

@@ -6,7 +6,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from attnlab.training.attention.base import ScoreOutput
+from attnlab.training.attention.base import BlockScorer, ScoreOutput
 from attnlab.training.attention.yat import kernel_output, yat_kernel
 
 
@@ -25,9 +25,16 @@ class YatBiasScore(nnx.Module):
         """The effective (softplus-ed) b and eps, each (layers, heads)."""
         return {"b": jax.nn.softplus(self.b_raw[...]), "eps": jax.nn.softplus(self.eps_raw[...])}
 
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+    def _head_scalars(self, layer: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """This layer's b and eps, each (1, H, 1, 1) to broadcast over (B, H, T, S)."""
         scalars = self.scalars()
-        b = scalars["b"][layer][None, :, None, None]
-        eps = scalars["eps"][layer][None, :, None, None]
+        return scalars["b"][layer][None, :, None, None], scalars["eps"][layer][None, :, None, None]
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        b, eps = self._head_scalars(layer)
         kappa, _ = yat_kernel(q, k, b, eps)
         return kernel_output(kappa)
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        b, eps = self._head_scalars(layer)
+        return BlockScorer("kernel", lambda k_block: yat_kernel(q, k_block, b, eps)[0])
