@@ -100,6 +100,13 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")
+    grid = cfg.get("composability") or {}
+    for kv in grid.get("kv_heads", []):
+        if model["heads"] % kv:
+            problems.append(f"composability.kv_heads: {kv} does not divide model.heads {model['heads']}")
+    if grid and any(lr == AUTO for lr in cfg["contest"]["lr"].values()):
+        problems.append("contest.lr: the composability grid trains at each variant's contest LR; give numbers, "
+                        "not 'auto'")
     problems += _lr_folder_clashes(cfg)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))

@@ -29,6 +29,8 @@ GQA/MQA run that does not learn.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 
@@ -145,3 +147,55 @@ def composability(runs: pd.DataFrame, heads: int | None = None, variant: str = "
     """The composability table and the ledger verdict for `variant` (A3's row by default)."""
     table = composability_table(runs, heads=heads, drift=drift, step0=step0)
     return table, composability_verdict(table, variant=variant, drift=drift, step0=step0)
+
+
+def runs_from_bundles(bundle_dirs: list[Path]) -> pd.DataFrame:
+    """One row per composability bundle (hash-checked through the one bundle reader)."""
+    from attnlab.pipeline.bundle_reader import read_bundle, read_curve
+
+    rows = []
+    for folder in bundle_dirs:
+        b = read_bundle(folder)
+        model = b["config"]["model"]
+        curve = read_curve(folder)
+        rows.append({"variant": b["variant"], "kv_heads": model.get("kv_heads") or model["heads"],
+                     "attention_impl": model.get("attention_impl", "dense"), "seed": int(b["seed"]),
+                     "lr": float(b["lr"]), "best_val_loss": float(b["best_val_loss"]),
+                     "first_val_loss": float(curve.val_loss.iloc[0]), "n_params": int(b["n_params"]),
+                     "steps_per_s": float(b["steps_per_s"])})
+    return pd.DataFrame(rows)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m attnlab.pipeline.composability --heads H --out DIR BUNDLE...`: the table and the verdict."""
+    import argparse
+    import json
+    import sys
+
+    from attnlab.core.bundle_format import BundleError
+    from attnlab.core.io import atomic_write_json, atomic_write_text
+
+    parser = argparse.ArgumentParser(description=main.__doc__)
+    parser.add_argument("--heads", type=int, required=True, help="model.heads (fills kv_heads: null)")
+    parser.add_argument("--out", type=Path, required=True, help="the tables folder")
+    parser.add_argument("bundles", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        runs = runs_from_bundles(args.bundles)
+    except BundleError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    table, verdict = composability(runs, heads=args.heads)
+    speed = runs.groupby(["variant", "kv_heads", "attention_impl"]).steps_per_s.mean().unstack("attention_impl")
+    table = table.merge(speed.add_suffix("_steps_per_s").reset_index(), on=["variant", "kv_heads"], how="left")
+    stem = Path(args.out) / "composability"
+    atomic_write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
+    atomic_write_text(stem.with_suffix(".md"), table.to_markdown(index=False, floatfmt=".4g") + "\n")
+    atomic_write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g"))
+    atomic_write_json(Path(args.out) / "composability_verdict.json", {"a3": verdict})
+    print(json.dumps({"a3": verdict}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
