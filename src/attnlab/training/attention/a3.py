@@ -51,9 +51,7 @@ class A3Score(nnx.Module):
         batch, length, heads, _ = q.shape
         mask = causal_mask(length)
         logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
-        context = self._context(q, k, layer)  # (B, H, T, C)
-        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])  # (B, H, T)
-        bias = context @ self.u[...]  # (B, H, T): indexed by key position
+        gate, bias = self._gate_and_bias(self._context(q, k, layer), layer)
         shaped = logits * gate[..., :, None] + bias[..., None, :]
         return ScoreOutput(
             weights=masked_softmax(shaped, mask),
@@ -67,9 +65,8 @@ class A3Score(nnx.Module):
         counts = jnp.arange(1, length + 1, dtype=q.dtype)[None, :, None, None]
         q_mean = jnp.swapaxes(jnp.cumsum(q, axis=1) / counts, 1, 2)  # (B, H, T, D) prefix means, no T x T matrix
         k_mean = jnp.swapaxes(jnp.cumsum(k, axis=1) / counts, 1, 2)
-        context = self._with_embed(q_mean, k_mean, layer)
-        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])  # (B, H, T): per query row
-        bias = jnp.swapaxes(context @ self.u[...], 1, 2)  # (B, T, H): per key, key axis 1 for the blocks
+        gate, bias = self._gate_and_bias(self._with_embed(q_mean, k_mean, layer), layer)
+        bias = jnp.swapaxes(bias, 1, 2)  # (B, T, H): per key, key axis 1 for the blocks
         scale = math.sqrt(self.d_head)
 
         def scores(k_block, bias_block):
@@ -77,6 +74,14 @@ class A3Score(nnx.Module):
             return logits * gate[..., :, None] + jnp.swapaxes(bias_block, 1, 2)[..., None, :]
 
         return BlockScorer("softmax", scores, keyed=(bias,))
+
+    def _gate_and_bias(self, context: jnp.ndarray, layer: int) -> tuple[jnp.ndarray, jnp.ndarray]:
+        """context (B, H, T, C) -> gate (B, H, T) per query row, bias (B, H, T) per key position.
+
+        One w_g, b_g and u for every layer and head (a3_heads overrides this with one per head).
+        """
+        gate = jax.nn.sigmoid(context @ self.w_g[...] + self.b_g[...])
+        return gate, context @ self.u[...]
 
     def _context(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> jnp.ndarray:
         # Prefix means as one matmul with a row-normalised lower-triangular matrix: on a CPU

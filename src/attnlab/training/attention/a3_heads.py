@@ -18,15 +18,12 @@ Parameters: layers x heads x (2 x context + 1) plus the embedding, against A3's
 
 from __future__ import annotations
 
-import math
-
 import jax
 import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import A3_GATE_BIAS_INIT
 from attnlab.training.attention.a3 import A3Score
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
 
 
 class A3HeadsScore(A3Score):
@@ -47,30 +44,3 @@ class A3HeadsScore(A3Score):
         gate = jax.nn.sigmoid(jnp.einsum("bhtc,hc->bht", context, w_g) + self.b_g[...][layer][None, :, None])
         bias = jnp.einsum("bhtc,hc->bht", context, u)
         return gate, bias
-
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        mask = causal_mask(q.shape[1])
-        logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
-        gate, bias = self._gate_and_bias(self._context(q, k, layer), layer)
-        shaped = logits * gate[..., :, None] + bias[..., None, :]
-        return ScoreOutput(
-            weights=masked_softmax(shaped, mask),
-            scores=jnp.where(mask, shaped, -jnp.inf),
-            gate=gate,
-            bias=bias,
-        )
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        length = q.shape[1]
-        counts = jnp.arange(1, length + 1, dtype=q.dtype)[None, :, None, None]
-        q_mean = jnp.swapaxes(jnp.cumsum(q, axis=1) / counts, 1, 2)  # (B, H, T, D) prefix means, no T x T matrix
-        k_mean = jnp.swapaxes(jnp.cumsum(k, axis=1) / counts, 1, 2)
-        gate, bias = self._gate_and_bias(self._with_embed(q_mean, k_mean, layer), layer)
-        bias = jnp.swapaxes(bias, 1, 2)  # (B, T, H): per key, key axis 1 for the blocks
-        scale = math.sqrt(self.d_head)
-
-        def scores(k_block, bias_block):
-            logits = pairwise_dots(q, k_block) / scale
-            return logits * gate[..., :, None] + jnp.swapaxes(bias_block, 1, 2)[..., None, :]
-
-        return BlockScorer("softmax", scores, keyed=(bias,))
