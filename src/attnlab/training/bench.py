@@ -32,7 +32,7 @@ from attnlab.training.batches import TRAIN_STREAM, stream_offsets, train_offsets
 from attnlab.training.model import GPT
 from attnlab.training.steps import dropout_key, make_optimizer, train_chunk, train_step
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]  # src/attnlab/training/bench.py -> the checkout
 CONFIGS = ("smoke", "default", "paper")
 TIMED_STEPS = {"smoke": (200, 3), "default": (50, 3), "paper": (3, 2)}  # (steps, repeats)
 QUICK_STEPS = {"smoke": (100, 2), "default": (20, 2), "paper": (1, 2)}
