@@ -42,10 +42,16 @@ class A3Score(nnx.Module):
         embed_dim = a3_embed_dim or d_head
         context_dim = 2 * d_head + embed_dim
         self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
-        self.w_g = nnx.Param(jnp.zeros((context_dim,)))
+        shared = self.gate_shape(layers, heads)  # () here: one gate network for every layer and head
+        self.w_g = nnx.Param(jnp.zeros(shared + (context_dim,)))
         # float32, not a weak type: otherwise the first update changes the dtype and retriggers compilation
-        self.b_g = nnx.Param(jnp.asarray(A3_GATE_BIAS_INIT, dtype=jnp.float32))
-        self.u = nnx.Param(jnp.zeros((context_dim,)))
+        self.b_g = nnx.Param(jnp.full(shared, A3_GATE_BIAS_INIT, dtype=jnp.float32))
+        self.u = nnx.Param(jnp.zeros(shared + (context_dim,)))
+
+    @staticmethod
+    def gate_shape(layers: int, heads: int) -> tuple[int, ...]:
+        """Leading shape of w_g, b_g and u: shared by all layers and heads (a3_heads: one per layer x head)."""
+        return ()
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         batch, length, heads, _ = q.shape

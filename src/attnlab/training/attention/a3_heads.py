@@ -20,23 +20,14 @@ from __future__ import annotations
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
-from attnlab.core.constants import A3_GATE_BIAS_INIT
 from attnlab.training.attention.a3 import A3Score
 
 
 class A3HeadsScore(A3Score):
-    def __init__(
-        self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, a3_embed_dim: int | None = None, **_
-    ):
-        self.d_head = d_head
-        embed_dim = a3_embed_dim or d_head
-        context_dim = 2 * d_head + embed_dim
-        self.embed = nnx.Param(0.02 * jax.random.normal(rngs.params(), (layers, heads, embed_dim)))
-        self.w_g = nnx.Param(jnp.zeros((layers, heads, context_dim)))
-        self.b_g = nnx.Param(jnp.full((layers, heads), A3_GATE_BIAS_INIT, dtype=jnp.float32))
-        self.u = nnx.Param(jnp.zeros((layers, heads, context_dim)))
+    @staticmethod
+    def gate_shape(layers: int, heads: int) -> tuple[int, ...]:
+        return (layers, heads)
 
     def _gate_and_bias(self, context: jnp.ndarray, layer: int) -> tuple[jnp.ndarray, jnp.ndarray]:
         """context (B, H, T, C) -> gate (B, H, T) per query row, bias (B, H, T) per key position."""
