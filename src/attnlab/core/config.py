@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 import math
 import re
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -33,8 +34,13 @@ MOVED_TO_PROFILES = {
 }
 
 
+@lru_cache(maxsize=1)
 def schema() -> dict:
-    return yaml.safe_load(resources.files("attnlab.core").joinpath(SCHEMA_NAME).read_text())
+    """The config schema, parsed once per process (treat it as read-only).
+
+    libyaml's loader when PyYAML has it: the pure-Python one is a visible share of a no-op dry run."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(resources.files("attnlab.core").joinpath(SCHEMA_NAME).read_text(), Loader=loader)
 
 
 def load_config(path: str | Path) -> dict:

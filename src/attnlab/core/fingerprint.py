@@ -11,13 +11,22 @@ behaviour of code it runs changes.
 The variant registry is the one place read more finely: a training cell
 depends on its own entries (its module, its normaliser and crossover twin),
 not the whole table, so adding a variant retrains nothing else.
+
+Parsing every module on every `snakemake -n` is most of a no-op dry run's own
+cost, so what a file's bytes imply (its tree digest, the names it imports, the
+YAML files it names) can be kept in a small JSON file between runs
+(`persist_to`). Entries are keyed by the sha256 of the bytes and the Python
+version, so an edited file is never read from the cache, and a lost or
+corrupt cache only costs the parse.
 """
 
 from __future__ import annotations
 
 import ast
+import atexit
 import hashlib
 import json
+import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -26,6 +35,7 @@ import yaml
 PACKAGE = "attnlab"
 SRC = Path(__file__).resolve().parents[2]  # the folder that holds the attnlab package
 REGISTRY = "attnlab.core.variants"
+CACHE_FORMAT = 1  # bump when what a cache entry means changes
 
 
 def module_file(module: str, src: Path = SRC) -> Path:
@@ -37,13 +47,19 @@ def module_file(module: str, src: Path = SRC) -> Path:
 def imported_modules(module: str, src: Path = SRC) -> set[str]:
     """attnlab modules imported anywhere in `module` (function-level imports too)."""
     path = module_file(module, src)
-    return set(_imports(module, str(src), str(path), path.stat().st_mtime_ns))
+    return set(_existing(tuple(_facts(module, path)["imports"]), str(src)))
 
 
 @lru_cache(maxsize=None)
-def _imports(module: str, src: str, path: str, _mtime: int) -> frozenset[str]:
+def _existing(names: tuple[str, ...], src: str) -> frozenset[str]:
+    """The names that are attnlab modules or packages (not names defined inside one)."""
+    return frozenset(name for name in names if module_file(name, Path(src)).exists())
+
+
+def _import_candidates(module: str, tree: ast.Module) -> list[str]:
+    """Every attnlab name an import statement in `tree` could mean (a module, or a name inside one)."""
     found = set()
-    for node in ast.walk(_tree(Path(path))):
+    for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
         elif isinstance(node, ast.ImportFrom) and node.module:
@@ -53,8 +69,8 @@ def _imports(module: str, src: str, path: str, _mtime: int) -> frozenset[str]:
             names = [base] + [f"{base}.{alias.name}" for alias in node.names]
         else:
             continue
-        found |= {name for name in names if name.split(".")[0] == PACKAGE and module_file(name, Path(src)).exists()}
-    return frozenset(found)
+        found |= {name for name in names if name.split(".")[0] == PACKAGE}
+    return sorted(found)
 
 
 def closure(*modules: str, src: Path = SRC) -> list[str]:
@@ -73,20 +89,18 @@ def closure(*modules: str, src: Path = SRC) -> list[str]:
 def module_fingerprint(module: str, src: Path = SRC) -> str:
     """sha256 of the module's syntax tree without docstrings, and of the package YAML it names."""
     path = module_file(module, src)
-    return _module_digest(str(path), path.stat().st_mtime_ns, path.stat().st_size)
-
-
-@lru_cache(maxsize=None)
-def _module_digest(path: str, _mtime: int, _size: int) -> str:
-    path = Path(path)
-    tree = ast.parse(path.read_text(), filename=str(path))  # a fresh tree: the docstrings are cut from it
-    digest = hashlib.sha256(ast.dump(_without_docstrings(tree)).encode())
-    for name in sorted(_yaml_files_named(tree)):
-        data_file = path.parent / name
-        if data_file.is_file():
-            data = _drop_descriptions(yaml.safe_load(data_file.read_text()))
-            digest.update(f"{name}:{json.dumps(data, sort_keys=True)}".encode())
-    return digest.hexdigest()
+    facts = _facts(module, path)
+    data_files = {name: path.parent / name for name in facts["yaml"]}
+    key = facts["key"] + "|" + ",".join(
+        f"{name}={_sha(file) if file.is_file() else '-'}" for name, file in sorted(data_files.items()))
+    if not _is_digest(_CACHE.get(key)):
+        digest = hashlib.sha256(_tree_dump(path).encode())
+        for name, data_file in sorted(data_files.items()):
+            if data_file.is_file():
+                data = _drop_descriptions(yaml.safe_load(data_file.read_text()))
+                digest.update(f"{name}:{json.dumps(data, sort_keys=True)}".encode())
+        _CACHE.put(key, digest.hexdigest())
+    return _CACHE.entries[key]
 
 
 def fingerprint(*modules: str, src: Path = SRC, extra: dict | None = None, skip: tuple[str, ...] = ()) -> str:
@@ -112,13 +126,90 @@ def training_fingerprint(variant: str, src: Path = SRC) -> str:
                               json.dumps(entry, sort_keys=True), (REGISTRY,))
 
 
-def _tree(path: Path) -> ast.Module:
-    return _parse(str(path), Path(path).stat().st_mtime_ns)
+class _FactCache:
+    """What file bytes imply, keyed by their sha256; optionally kept in a JSON file between processes.
+
+    A save keeps only the entries this process used, so the file tracks the checkout, not its history."""
+
+    def __init__(self):
+        self.entries: dict = {}
+        self.used: set[str] = set()
+        self.path: Path | None = None
+        self.dirty = False
+        self.tag = f"{CACHE_FORMAT}:{sys.version_info[0]}.{sys.version_info[1]}"
+
+    def load(self, path: Path) -> None:
+        self.path = Path(path)
+        try:
+            stored = json.loads(self.path.read_text())
+        except (OSError, ValueError):
+            return  # absent or unreadable: start empty, the parse is the fallback
+        if isinstance(stored, dict) and stored.get("tag") == self.tag and isinstance(stored.get("entries"), dict):
+            self.entries = {**stored["entries"], **self.entries}
+
+    def get(self, key: str):
+        if key in self.entries:
+            self.used.add(key)
+        return self.entries.get(key)
+
+    def put(self, key: str, value) -> None:
+        self.entries[key] = value
+        self.used.add(key)
+        self.dirty = True
+
+    def save(self) -> None:
+        if self.path is None or not self.dirty:
+            return
+        from attnlab.core.io import atomic_write_text
+
+        try:
+            kept = {key: self.entries[key] for key in self.used}
+            atomic_write_text(self.path, json.dumps({"tag": self.tag, "entries": kept}, sort_keys=True))
+            self.dirty = False
+        except OSError:
+            pass  # a read-only workspace just parses again next time
+
+
+_CACHE = _FactCache()
+
+
+def persist_to(path: Path) -> None:
+    """Keep parse results in `path` between runs (written atomically when the process exits)."""
+    if _CACHE.path is None:
+        atexit.register(_CACHE.save)
+    _CACHE.load(path)
 
 
 @lru_cache(maxsize=None)
-def _parse(path: str, _mtime: int) -> ast.Module:
-    return ast.parse(Path(path).read_text(), filename=path)
+def _sha_of(path: str, _mtime: int, _size: int) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def _sha(path: Path) -> str:
+    stat = path.stat()
+    return _sha_of(str(path), stat.st_mtime_ns, stat.st_size)
+
+
+def _facts(module: str, path: Path) -> dict:
+    """The attnlab names one module file imports and the YAML files it names, from its bytes."""
+    key = f"{module}:{_sha(path)}"
+    if not _is_facts(_CACHE.get(key)):
+        tree = ast.parse(path.read_bytes(), filename=str(path))
+        _CACHE.put(key, {"imports": _import_candidates(module, tree), "yaml": sorted(_yaml_files_named(tree))})
+    return {"key": key, **_CACHE.entries[key]}
+
+
+def _is_digest(value) -> bool:
+    return isinstance(value, str) and len(value) == 64
+
+
+def _is_facts(value) -> bool:
+    return isinstance(value, dict) and all(isinstance(value.get(k), list) for k in ("imports", "yaml"))
+
+
+def _tree_dump(path: Path) -> str:
+    tree = ast.parse(path.read_bytes(), filename=str(path))  # a fresh tree: the docstrings are cut from it
+    return ast.dump(_without_docstrings(tree))
 
 
 def _without_docstrings(tree: ast.Module) -> ast.Module:
