@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pandas as pd
@@ -182,6 +185,32 @@ def test_a_built_workspace_plans_nothing(built, corpus_path):
     assert plan(built, corpus=corpus_path) == {}
     result = snakemake(built, "-n", "--configfile", "config/smoke.yaml", corpus=corpus_path)
     assert result.returncode == 0 and "Nothing to be done" in result.stdout + result.stderr
+
+
+@pytest.mark.slow
+def test_the_dry_run_bench_times_a_built_workspace(built, corpus_path):
+    """`attnlab bench --dry-run` prints medians beside Snakemake's floor; the dry run keeps its parse cache."""
+    result = run_cli(built, corpus_path, "bench", "--dry-run", "--workdir", ".", "--configfile",
+                     "config/smoke.yaml", "--runs", "1")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    lines = result.stdout.splitlines()
+    assert [line.split(":")[0][:14] for line in lines[:3]] == ["no-op `snakema"] * 2 + ["`snakemake --v"]
+    assert "project over floor" in lines[3]
+    facts = yaml.safe_load((built / ".snakemake" / "attnlab" / "code-facts.json").read_text())
+    assert any(key.startswith("attnlab.training.model:") for key in facts["entries"])
+
+
+def test_the_dry_run_bench_refuses_an_unbuilt_workspace(tmp_path, corpus_path):
+    ws = make_workspace(tmp_path)
+    result = run_cli(ws, corpus_path, "bench", "--dry-run", "--configfile", "config/smoke.yaml", "--runs", "1")
+    assert result.returncode != 0
+    assert "not a built workspace" in result.stderr and "snakemake --cores all" in result.stderr
+
+
+def run_cli(ws: Path, corpus_path: Path, *args: str):
+    env = dict(os.environ, ATTNLAB_CORPUS=str(corpus_path), PYTHONPATH=str(ws / "src"))
+    return subprocess.run([sys.executable, "-m", "attnlab.cli", *args], cwd=ws, env=env, capture_output=True,
+                          text=True, timeout=600)
 
 
 def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):

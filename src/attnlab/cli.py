@@ -13,6 +13,10 @@ from pathlib import Path
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["bench"] and "--dry-run" in argv:  # JAX-free: times Snakemake, not training
+        from attnlab.pipeline import dry_run_bench
+
+        return dry_run_bench.main(argv[1:])
     if argv[:1] == ["bench"]:  # the benchmark has its own options (attnlab bench --help)
         from attnlab.training import bench
 
