@@ -6,7 +6,9 @@ donated buffers) and a plain loop of the same model (numpy batches built on
 the host, one jitted step per Python iteration, the loss read back each step
 for logging), counts the matmul FLOPs of a step (forward and backward,
 attention included) and sets the achieved rate against this machine's fp32
-matrix-multiply rate measured in the same run.
+matrix-multiply rate measured in the same run. It also times the host's share
+of the project loop, drawing the seed's batch offsets (numpy `default_rng` per
+step), and prints it as a fraction of the step.
 """
 
 from __future__ import annotations
@@ -137,6 +139,16 @@ class ProjectLoop:
         return losses, time.perf_counter() - start
 
 
+def offsets_time(loop: ProjectLoop, n_steps: int, repeats: int) -> float:
+    """Host seconds to draw n_steps of the seed's batch offsets (inside the project loop's timing too)."""
+    best = float("inf")
+    for _ in range(repeats + 1):
+        start = time.perf_counter()
+        loop.offsets(0, n_steps)
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
 def best_time(loop, n_steps: int, repeats: int) -> float:
     """Warm the loop up once, then the fastest of `repeats` timed runs (machines are noisy)."""
     loop.run(n_steps)
@@ -149,6 +161,7 @@ def bench_cell(name: str, cfg: dict, variant: str, tokens: np.ndarray, n_steps: 
     batch = cfg["train"]["batch_size"]
     project = ProjectLoop(mcfg, tokens, batch, n_steps)
     project_s = best_time(project, n_steps, repeats)
+    host_offsets_s = offsets_time(project, n_steps, repeats)
     plain = PlainLoop(mcfg, tokens, batch)
     plain_s = best_time(plain, n_steps, repeats)
     flops = step_flops(mcfg, batch)
@@ -165,6 +178,8 @@ def bench_cell(name: str, cfg: dict, variant: str, tokens: np.ndarray, n_steps: 
         "plain_tokens_per_s": tokens_per_step * n_steps / plain_s,
         "plain_matmul_fraction": flops * n_steps / plain_s / 1e9 / rate,
         "speedup": plain_s / project_s,
+        "offsets_ms_per_step": 1000 * host_offsets_s / n_steps,
+        "offsets_fraction": host_offsets_s / project_s,
         "compile_s": project.compile_s,
         "plain_compile_s": plain.compile_s,
     }
@@ -209,8 +224,8 @@ def main(argv: list[str] | None = None) -> int:
     softmax_ms = table[table.variant == "softmax"].set_index("config").ms_per_step
     table["vs_softmax"] = [r.ms_per_step / softmax_ms.get(r.config, np.nan) for r in table.itertuples()]
     shown = table[["config", "variant", "ms_per_step", "tokens_per_s", "gflop_per_s", "matmul_fraction",
-                   "plain_ms_per_step", "plain_matmul_fraction", "speedup", "vs_softmax", "compile_s",
-                   "plain_compile_s"]]
+                   "plain_ms_per_step", "plain_matmul_fraction", "speedup", "vs_softmax", "offsets_fraction",
+                   "compile_s", "plain_compile_s"]]
     print()
     print(shown.to_markdown(index=False, floatfmt=".3g"))
     print()
@@ -219,6 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
     print(f"min speedup: {table.speedup.min():.2f}")
+    print(f"max share of a project step spent drawing batch offsets on the host: {table.offsets_fraction.max():.2%}")
     return 0
 
 
