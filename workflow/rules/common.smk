@@ -60,6 +60,11 @@ wildcard_constraints:
 code.persist_to(Path(".snakemake") / "attnlab" / "code-facts.json")
 
 
+onstart:
+    # Cluster jobs parse this Snakefile again on their nodes: hand them the cache the plan just filled.
+    code.save_cache()
+
+
 def pipeline_code(*modules):
     """Fingerprint of pipeline-side modules and what they import."""
     return code.cached_fingerprint(tuple(modules), str(SRC))

@@ -180,6 +180,11 @@ def persist_to(path: Path) -> None:
     _CACHE.load(path)
 
 
+def save_cache() -> None:
+    """Write the parse cache now (it is also written at exit), so jobs started meanwhile find it warm."""
+    _CACHE.save()
+
+
 @lru_cache(maxsize=None)
 def _sha_of(path: str, _mtime: int, _size: int) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
