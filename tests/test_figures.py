@@ -312,3 +312,25 @@ def test_no_figure_module_imports_the_model():
                 assert node.module.split(".")[:2] not in (["attnlab", "model"], ["attnlab", "train"],
                                                           ["attnlab", "attention"], ["attnlab", "config"]), path
     assert math.isclose(score_orbit.EPS, 1.0)
+
+
+def test_a_format_specific_caption_wins_over_the_shared_one(tmp_path, monkeypatch):
+    """loss_curves.gif has one panel: its caption must not describe the still figure's zoom panel."""
+    from attnlab.pipeline import report
+
+    folder = tmp_path / "workflow" / "report"
+    folder.mkdir(parents=True)
+    (folder / "curves.rst").write_text("Both panels; the right panel zooms.\n")
+    (folder / "curves.gif.rst").write_text("One panel,\n animated.\n")
+    monkeypatch.setattr(report, "results_dir", lambda: tmp_path / "results")
+    assert report.caption("curves.png") == "Both panels; the right panel zooms."
+    assert report.caption("curves.gif") == "One panel, animated."
+    assert "is missing" in report.caption("other.png")
+
+
+def test_the_animated_loss_curves_have_their_own_caption():
+    from conftest import REPO
+
+    still = (REPO / "workflow" / "report" / "loss_curves.rst").read_text()
+    animated = (REPO / "workflow" / "report" / "loss_curves.gif.rst").read_text()
+    assert "right panel" in still and "right panel" not in animated

@@ -48,7 +48,7 @@ rule figure_loss_curves:
         ),
         gif=report(
             str(FIGURE_DIR / "loss_curves.gif"),
-            caption="../report/loss_curves.rst",
+            caption="../report/loss_curves.gif.rst",
             category="Figures",
         ),
     params:

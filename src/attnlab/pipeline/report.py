@@ -120,10 +120,14 @@ class Numbering:
 
 
 def caption(figure_name: str) -> str:
-    """The figure's caption, from workflow/report/<stem>.rst (shared with the Snakemake report)."""
+    """The figure's caption, from workflow/report/ (shared with the Snakemake report).
+
+    <name>.rst (e.g. loss_curves.gif.rst) captions one format alone, where the still
+    and the animation show different things; otherwise <stem>.rst captions both."""
+    folder = results_dir().parent / CAPTIONS
     stem = Path(figure_name).stem
-    path = results_dir().parent / CAPTIONS / f"{stem}.rst"
-    if not path.is_file():
+    path = next((p for p in (folder / f"{Path(figure_name).name}.rst", folder / f"{stem}.rst") if p.is_file()), None)
+    if path is None:
         return f"(no caption: {CAPTIONS / (stem + '.rst')} is missing)"
     return " ".join(path.read_text().split())
 
