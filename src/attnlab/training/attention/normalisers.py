@@ -13,8 +13,9 @@ very same kappa. Renormalised wraps a cell's own score module and re-normalises
 its kappa, so a yat cell crossed to "softmax" computes exactly what yat_exp
 computes with the same weights, and the crossover depends on no other variant's
 module. A score module's `scores` are its kappa with -inf on masked keys
-(attention.base.ScoreOutput), which is what the wrapper re-normalises; the
-blockwise path gets the same kappa with the other normaliser named.
+(attention.base.ScoreOutput), which is what the wrapper re-normalises, through
+the same normalised_output the kernel modules use; the blockwise path gets the
+same kappa with the other normaliser named.
 """
 
 from __future__ import annotations
@@ -47,23 +48,20 @@ def window_softmax(scores: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
     return exps / jnp.where(total > 0, total, 1.0)
 
 
-def softmax_kernel_output(kappa: jnp.ndarray) -> ScoreOutput:
-    """Mask kappa and normalise it by a softmax over the causal window (yat_exp, yat_b_exp).
+def normalised_output(kappa: jnp.ndarray, normaliser: Normaliser) -> ScoreOutput:
+    """Mask kappa and normalise it over the causal window by `normaliser`; masked keys are excluded.
 
-    Telemetry: the max score is kappa's (as for the l1 kernels); no row mass.
+    "kernel" reports the row mass sum kappa; "softmax" reports none (it does not
+    enter the weights). Either way the max score is kappa's. Masked entries of
+    kappa may hold anything (-inf included): they never reach the weights.
     """
     mask = causal_mask(kappa.shape[-1])
-    return ScoreOutput(weights=window_softmax(kappa, mask), scores=jnp.where(mask, kappa, -jnp.inf))
-
-
-def renormalise(out: ScoreOutput, normaliser: Normaliser) -> ScoreOutput:
-    """The same kappa (out.scores, -inf on masked keys) under `normaliser`."""
-    mask = causal_mask(out.scores.shape[-1])
+    scores = jnp.where(mask, kappa, -jnp.inf)
     if normaliser == "kernel":
-        weights, mass = kernel_weights(jnp.where(mask, out.scores, 0.0), mask)
-        return ScoreOutput(weights=weights, scores=out.scores, mass=mass)
+        weights, mass = kernel_weights(kappa, mask)
+        return ScoreOutput(weights=weights, scores=scores, mass=mass)
     if normaliser == "softmax":
-        return ScoreOutput(weights=window_softmax(out.scores, mask), scores=out.scores)
+        return ScoreOutput(weights=window_softmax(kappa, mask), scores=scores)
     raise ValueError(f"unknown normaliser {normaliser!r}; expected one of {', '.join(NORMALISERS)}")
 
 
@@ -80,7 +78,7 @@ class Renormalised(nnx.Module):
         self.normaliser = normaliser
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        return renormalise(self.inner(q, k, layer), self.normaliser)
+        return normalised_output(self.inner(q, k, layer).scores, self.normaliser)
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         scorer = self.inner.blockwise(q, k, layer)

@@ -10,14 +10,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import YAT_FROZEN_EPS
-from attnlab.training.attention.base import (
-    BlockScorer,
-    ScoreOutput,
-    causal_mask,
-    kernel_weights,
-    pairwise_dots,
-    squared_distance,
-)
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, pairwise_dots, squared_distance
+from attnlab.training.attention.normalisers import Normaliser, normalised_output
+
 
 def yat_kernel(q, k, b, eps) -> tuple[jnp.ndarray, jnp.ndarray]:
     """kappa = (q.k + b)^2 / (||q-k||^2 + eps); b, eps broadcast per head as (1,H,1,1)."""
@@ -26,22 +21,19 @@ def yat_kernel(q, k, b, eps) -> tuple[jnp.ndarray, jnp.ndarray]:
     return kappa, dots
 
 
-def kernel_output(kappa: jnp.ndarray) -> ScoreOutput:
-    """Mask, normalise and package a kernel score matrix."""
-    mask = causal_mask(kappa.shape[-1])
-    weights, mass = kernel_weights(kappa, mask)
-    return ScoreOutput(weights=weights, scores=jnp.where(mask, kappa, -jnp.inf), mass=mass)
-
-
 class YatScore(nnx.Module):
-    """b = 0 and eps = 1 frozen: the ablation without learned scalars."""
+    """b = 0 and eps = 1 frozen: the ablation without learned scalars.
+
+    `normaliser` is the one thing yat_exp changes (attention.normalisers)."""
+
+    normaliser: Normaliser = "kernel"
 
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         pass
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
-        return kernel_output(kappa)
+        return normalised_output(kappa, self.normaliser)
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer("kernel", lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])
+        return BlockScorer(self.normaliser, lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])

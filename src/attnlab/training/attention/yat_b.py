@@ -7,15 +7,18 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.training.attention.base import BlockScorer, ScoreOutput
-from attnlab.training.attention.yat import kernel_output, yat_kernel
+from attnlab.training.attention.normalisers import Normaliser, normalised_output
+from attnlab.training.attention.yat import yat_kernel
 
 
 class YatBiasScore(nnx.Module):
     """Stores b and eps raw (init 0, so both start at softplus(0) = log 2).
 
     Admissibility (b, eps > 0) is structural rather than clipped. Exactly
-    2 x layers x heads parameters.
+    2 x layers x heads parameters. `normaliser` is the one thing yat_b_exp changes.
     """
+
+    normaliser: Normaliser = "kernel"
 
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         self.b_raw = nnx.Param(jnp.zeros((layers, heads)))
@@ -33,8 +36,8 @@ class YatBiasScore(nnx.Module):
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         b, eps = self._head_scalars(layer)
         kappa, _ = yat_kernel(q, k, b, eps)
-        return kernel_output(kappa)
+        return normalised_output(kappa, self.normaliser)
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         b, eps = self._head_scalars(layer)
-        return BlockScorer("kernel", lambda k_block: yat_kernel(q, k_block, b, eps)[0])
+        return BlockScorer(self.normaliser, lambda k_block: yat_kernel(q, k_block, b, eps)[0])

@@ -12,22 +12,10 @@ Telemetry: the max score is kappa's; no row mass (see yat_exp).
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-
-from attnlab.training.attention.base import BlockScorer, ScoreOutput
-from attnlab.training.attention.normalisers import softmax_kernel_output
-from attnlab.training.attention.yat import yat_kernel
 from attnlab.training.attention.yat_b import YatBiasScore
 
 
 class YatBiasExpScore(YatBiasScore):
     """yat_b's learned b and eps (scalars() reports them), softmax-normalised."""
 
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        b, eps = self._head_scalars(layer)
-        kappa, _ = yat_kernel(q, k, b, eps)
-        return softmax_kernel_output(kappa)
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        b, eps = self._head_scalars(layer)
-        return BlockScorer("softmax", lambda k_block: yat_kernel(q, k_block, b, eps)[0])
+    normaliser = "softmax"

@@ -13,24 +13,10 @@ sum_j kappa_ij does not enter the weights, so there is no mass channel to rank
 
 from __future__ import annotations
 
-import jax.numpy as jnp
-from flax import nnx
-
-from attnlab.core.constants import YAT_FROZEN_EPS
-from attnlab.training.attention.base import BlockScorer, ScoreOutput
-from attnlab.training.attention.normalisers import softmax_kernel_output
-from attnlab.training.attention.yat import yat_kernel
+from attnlab.training.attention.yat import YatScore
 
 
-class YatExpScore(nnx.Module):
+class YatExpScore(YatScore):
     """yat's kappa (b = 0, eps = 1), softmax-normalised."""
 
-    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
-        pass
-
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
-        return softmax_kernel_output(kappa)
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer("softmax", lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])
+    normaliser = "softmax"
