@@ -10,7 +10,6 @@ machine noise hits all three alike, and prints the medians.
 from __future__ import annotations
 
 import argparse
-import os
 import statistics
 import subprocess
 import sys
@@ -34,7 +33,7 @@ def snakemake_cmd(*args: str) -> list[str]:
 
 def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
     start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=dict(os.environ))
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
     elapsed = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"`{' '.join(cmd)}` failed in {cwd}:\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
