@@ -7,12 +7,15 @@ pieces on a tiny package written to tmp_path, where each edit is cheap and exact
 from __future__ import annotations
 
 import ast
+import hashlib
 import json
 import os
+import pkgutil
 
 import pytest
 
 from attnlab.core import fingerprint
+from conftest import REPO
 
 MODULES = {
     "attnlab/__init__.py": "",
@@ -49,8 +52,16 @@ def edit(path, text):
     os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 1_000_000_000))
 
 
-def fp(src):
-    return fingerprint.fingerprint("attnlab.top", src=src)
+def add(src, files: dict[str, str]):
+    """Write more files into the tiny package (folders made as needed)."""
+    for name, text in files.items():
+        path = src / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+
+
+def fp(src, module="attnlab.top"):
+    return fingerprint.fingerprint(module, src=src)
 
 
 def test_closure_follows_imports_and_leaves_out_unimported_modules(src):
@@ -144,8 +155,6 @@ def test_the_real_tree_parses_into_the_same_digest_as_the_plain_algorithm():
     """The cached path reproduces the documented digest: sha256 of the docstring-free tree dump."""
     path = fingerprint.module_file("attnlab.core.errors")
     tree = fingerprint._without_docstrings(ast.parse(path.read_text()))
-    import hashlib
-
     assert fingerprint.module_fingerprint("attnlab.core.errors") == hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
@@ -171,3 +180,139 @@ def test_a_save_keeps_only_what_the_run_used(src, tmp_path, monkeypatch):
     cache.save()
     stored = json.loads(store.read_text())["entries"]
     assert sum(key.startswith("attnlab.helper:") and "|" not in key for key in stored) == 1
+
+
+# ---- every import: relative ones, in packages, and string imports of a literal name
+
+
+def test_from_dot_import_a_helper_is_followed(src):
+    add(src, {"attnlab/rel.py": "from . import helper\n\n\ndef run():\n    return helper.twice(1)\n"})
+    assert "attnlab.helper" in fingerprint.closure("attnlab.rel", src=src)
+    before = fp(src, "attnlab.rel")
+    edit(src / "attnlab/helper.py", MODULES["attnlab/helper.py"].replace("2 * x", "3 * x"))
+    assert fp(src, "attnlab.rel") != before
+
+
+def test_relative_imports_in_a_package_init_resolve_inside_that_package(src):
+    add(src, {"attnlab/pkg/__init__.py": "from .inner import value\nfrom . import sibling\n",
+              "attnlab/pkg/inner.py": "value = 1\n", "attnlab/pkg/sibling.py": "Y = 1\n",
+              "attnlab/inner.py": "value = 2\n"})  # what the import would mean one package too high
+    assert fingerprint.closure("attnlab.pkg", src=src) == [
+        "attnlab", "attnlab.pkg", "attnlab.pkg.inner", "attnlab.pkg.sibling"]
+    before = fp(src, "attnlab.pkg")
+    edit(src / "attnlab/pkg/inner.py", "value = 3\n")
+    assert fp(src, "attnlab.pkg") != before
+
+
+@pytest.mark.parametrize("call", [
+    'importlib.import_module("attnlab.helper")',
+    'importlib.import_module(".helper", __package__)',
+    'importlib.import_module(".helper", package="attnlab")',
+    '__import__("attnlab.helper")',
+])
+def test_a_string_import_of_a_literal_name_is_followed(src, call):
+    add(src, {"attnlab/loader.py": f"import importlib\n\n\ndef load():\n    return {call}\n"})
+    assert "attnlab.helper" in fingerprint.closure("attnlab.loader", src=src)
+    assert fingerprint.dynamic_imports("attnlab.loader", src=src) == []
+    before = fp(src, "attnlab.loader")
+    edit(src / "attnlab/helper.py", MODULES["attnlab/helper.py"].replace("2 * x", "3 * x"))
+    assert fp(src, "attnlab.loader") != before
+
+
+def test_a_string_import_of_a_computed_name_is_reported(src):
+    add(src, {"attnlab/loader.py": "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n"})
+    assert fingerprint.dynamic_imports("attnlab.loader", src=src) == [5]
+
+
+def test_only_the_variant_registry_imports_computed_names():
+    """A computed import is invisible to the fingerprint; the registry's is covered by training_fingerprint."""
+    src = REPO / "src"
+    modules = ["attnlab"] + sorted(m.name for m in pkgutil.walk_packages([str(src / "attnlab")], "attnlab."))
+    assert len(modules) > 40
+    dynamic = {m: lines for m in modules if (lines := fingerprint.dynamic_imports(m, src=src))}
+    assert set(dynamic) == {"attnlab.training.attention"}, dynamic
+
+
+# ---- every data file the code names, of any extension
+
+
+def test_a_json_file_the_code_reads_counts_by_its_content(src):
+    add(src, {"attnlab/weights.json": '{"a": 1, "b": [1, 2]}\n',
+              "attnlab/reader.py": "import json\nfrom pathlib import Path\n\n\n"
+                                   "def weights():\n    return json.loads((Path(__file__).parent / 'weights.json').read_text())\n"})
+    before = fp(src, "attnlab.reader")
+    assert fingerprint.data_files("attnlab.reader", src=src) == {"weights.json": src / "attnlab/weights.json"}
+    edit(src / "attnlab/weights.json", '{\n  "b": [1, 2],\n  "a": 1\n}\n')  # layout and key order only
+    assert fp(src, "attnlab.reader") == before
+    edit(src / "attnlab/weights.json", '{"a": 2, "b": [1, 2]}\n')
+    assert fp(src, "attnlab.reader") != before
+
+
+@pytest.mark.parametrize("name,reader", [
+    ("attnlab/words.txt", "(Path(__file__).parent / 'words.txt').read_text()"),
+    ("attnlab/data/table.csv", "(Path(__file__).parent / 'data/table.csv').read_text()"),
+    ("attnlab/data/table.csv", "(Path(__file__).parent / 'data' / 'table.csv').read_text()"),
+    ("attnlab/pkg/words.txt", "resources.files('attnlab.pkg').joinpath('words.txt').read_text()"),
+])
+def test_any_data_file_the_code_names_counts_by_its_bytes(src, name, reader):
+    add(src, {name: "one\n", "attnlab/pkg/__init__.py": "",
+              "attnlab/reader.py": f"from importlib import resources\nfrom pathlib import Path\n\n\n"
+                                   f"def words():\n    return {reader}\n"})
+    before = fp(src, "attnlab.reader")
+    edit(src / name, "two\n")
+    assert fp(src, "attnlab.reader") != before
+
+
+def test_a_new_data_file_named_by_the_code_counts_once_it_exists(src):
+    add(src, {"attnlab/reader.py": "NAME = 'extra.json'\n"})
+    before = fp(src, "attnlab.reader")
+    add(src, {"attnlab/extra.json": "[1]\n"})
+    assert fp(src, "attnlab.reader") != before
+
+
+def test_every_data_file_in_the_package_is_named_by_its_code():
+    """A data file read through a computed name would be invisible to the fingerprint: there is none."""
+    src = REPO / "src"
+    modules = ["attnlab"] + sorted(m.name for m in pkgutil.walk_packages([str(src / "attnlab")], "attnlab."))
+    named = {file for m in modules for file in fingerprint.data_files(m, src=src).values()}
+    on_disk = {p for p in (src / "attnlab").rglob("*") if p.is_file() and "__pycache__" not in p.parts
+               and p.suffix not in fingerprint.SOURCE_SUFFIXES}
+    assert on_disk and on_disk <= named, on_disk - named
+
+
+# ---- the cache trusts only what this scanner wrote
+
+
+def test_the_cache_is_keyed_by_the_scanners_own_source(src, tmp_path, monkeypatch):
+    scanner = hashlib.sha256((REPO / "src/attnlab/core/fingerprint.py").read_bytes()).hexdigest()
+    assert fingerprint._FactCache().tag.endswith(scanner)
+    store = tmp_path / "facts.json"
+    cache = fresh_cache(monkeypatch, store)
+    cold = fp(src)
+    for key, value in cache.entries.items():  # what an older scanner might have said: no imports at all
+        if key.startswith("attnlab.top:") and "|" not in key:
+            cache.entries[key] = dict(value, imports=[])
+    cache.save()
+    monkeypatch.setattr(fingerprint, "_scanner_digest", lambda: "0" * 64)  # the scanner was fixed since
+    assert fresh_cache(monkeypatch, store).entries == {}
+    assert fp(src) == cold and "attnlab.helper" in fingerprint.closure("attnlab.top", src=src)
+
+
+def test_an_entry_forged_in_the_stored_cache_is_not_trusted(src, tmp_path, monkeypatch):
+    store = tmp_path / "facts.json"
+    cache = fresh_cache(monkeypatch, store)
+    fp(src)
+    cache.save()
+    edit(src / "attnlab/helper.py", MODULES["attnlab/helper.py"].replace("2 * x", "3 * x"))
+    fresh_cache(monkeypatch)
+    edited_fp = fp(src)
+    stored = json.loads(store.read_text())
+    sha = hashlib.sha256((src / "attnlab/helper.py").read_bytes()).hexdigest()
+    facts_key = next(k for k in stored["entries"] if k.startswith("attnlab.helper:") and "|" not in k)
+    old_digest_key = next(k for k in stored["entries"] if k.startswith("attnlab.helper:") and "|" in k)
+    # a hand-made entry claiming the edited bytes mean what the old ones meant
+    stored["entries"][f"attnlab.helper:{sha}"] = stored["entries"][facts_key]
+    stored["entries"][f"attnlab.helper:{sha}" + old_digest_key[len(facts_key):]] = stored["entries"][old_digest_key]
+    store.write_text(json.dumps(stored))
+    assert fresh_cache(monkeypatch, store).entries == {}
+    assert fp(src) == edited_fp

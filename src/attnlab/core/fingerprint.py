@@ -4,9 +4,23 @@ A module's fingerprint hashes its syntax tree with every docstring dropped
 (comments and layout never reach the tree), so rewording a comment or a
 docstring, or reformatting, changes nothing. A rule's fingerprint covers the
 attnlab modules its command imports, found by walking the import graph, plus
-the package YAML files those modules read (parsed, descriptions dropped). The
-Snakefile passes it to each rule as a param, so a rule reruns exactly when the
-behaviour of code it runs changes.
+the package data files those modules name. The Snakefile passes it to each
+rule as a param, so a rule reruns exactly when the behaviour of code it runs
+changes.
+
+What counts as an import: `import attnlab.x`, `from attnlab.x import y`,
+relative imports (`from . import y`, `from .x import y`, in a package's
+`__init__.py` too), `importlib.import_module` / `__import__` of a literal
+attnlab name, and `importlib.resources.files` of a literal attnlab package. An
+import of a name computed at run time cannot be followed; the variant registry
+is the one place allowed to do that (tests keep it so).
+
+What counts as a data file: a file in the package that is not Python source,
+named by a string literal in the module, as a path from the module's folder or
+from a package it passes to `resources.files` (else anywhere in the package
+whose path ends with that string). YAML is compared parsed with its
+`description` keys dropped and JSON parsed, so their comments and layout do not
+count; any other file counts by its bytes.
 
 The variant registry is the one place read more finely: a training cell
 depends on its own entries (its module, its normaliser and crossover twin),
@@ -14,10 +28,12 @@ not the whole table, so adding a variant retrains nothing else.
 
 Parsing every module on every `snakemake -n` is most of a no-op dry run's own
 cost, so what a file's bytes imply (its tree digest, the names it imports, the
-YAML files it names) can be kept in a small JSON file between runs
-(`persist_to`). Entries are keyed by the sha256 of the bytes and the Python
-version, so an edited file is never read from the cache, and a lost or
-corrupt cache only costs the parse.
+strings that may name data files) can be kept in a small JSON file between runs
+(`persist_to`). Entries are keyed by the sha256 of the bytes; the file as a
+whole by the Python version and the sha256 of this module's own source, so an
+edited file is never read from the cache and a change to the scanner starts
+from an empty one. The file carries a checksum of its entries: one edited by
+hand is ignored whole. A lost, corrupt or foreign cache only costs the parse.
 """
 
 from __future__ import annotations
@@ -26,16 +42,21 @@ import ast
 import atexit
 import hashlib
 import json
+import os
+import re
 import sys
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import yaml
 
 PACKAGE = "attnlab"
 SRC = Path(__file__).resolve().parents[2]  # the folder that holds the attnlab package
 REGISTRY = "attnlab.core.variants"
-CACHE_FORMAT = 1  # bump when what a cache entry means changes
+CACHE_FORMAT = 2  # bump when what a cache entry means changes
+SOURCE_SUFFIXES = (".py", ".pyc", ".pyo")  # modules: followed through imports, never as data
+_PATH_LIKE = re.compile(r"[A-Za-z0-9_.\-/]{1,255}")  # a string literal that could name a file
+_DYNAMIC_IMPORTS = ("import_module", "__import__")
 
 
 def module_file(module: str, src: Path = SRC) -> Path:
@@ -50,27 +71,92 @@ def imported_modules(module: str, src: Path = SRC) -> set[str]:
     return set(_existing(tuple(_facts(module, path)["imports"]), str(src)))
 
 
+def dynamic_imports(module: str, src: Path = SRC) -> list[int]:
+    """Lines of `module` that import a module whose name is computed at run time (which no scan can follow)."""
+    return list(_facts(module, module_file(module, src))["dynamic"])
+
+
+def data_files(module: str, src: Path = SRC) -> dict[str, Path]:
+    """The package data files `module` names: {name in the digest: file}."""
+    path = module_file(module, src)
+    return _named_data_files(module, path, Path(src), _facts(module, path), _package_files(Path(src)))
+
+
 @lru_cache(maxsize=None)
 def _existing(names: tuple[str, ...], src: str) -> frozenset[str]:
     """The names that are attnlab modules or packages (not names defined inside one)."""
     return frozenset(name for name in names if module_file(name, Path(src)).exists())
 
 
-def _import_candidates(module: str, tree: ast.Module) -> list[str]:
-    """Every attnlab name an import statement in `tree` could mean (a module, or a name inside one)."""
-    found = set()
+def _scan(module: str, tree: ast.Module, is_package: bool) -> dict:
+    """What one module's tree says about its dependencies (the cached facts, less the key)."""
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    imports, anchors, dynamic = set(), set(), set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names = [alias.name for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            base = node.module
-            if node.level:
-                base = ".".join(module.split(".")[: -node.level] + [node.module])
-            names = [base] + [f"{base}.{alias.name}" for alias in node.names]
-        else:
-            continue
-        found |= {name for name in names if name.split(".")[0] == PACKAGE}
-    return sorted(found)
+            imports |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(node.module or "", node.level, package)
+            if base:
+                imports |= {base} | {f"{base}.{alias.name}" for alias in node.names if alias.name != "*"}
+        elif isinstance(node, ast.Call):
+            name = _called_name(node)
+            target = _literal_import(node, package) if name in _DYNAMIC_IMPORTS + ("files",) else None
+            if name in _DYNAMIC_IMPORTS:
+                if target is None:
+                    dynamic.add(node.lineno)
+                else:
+                    imports.add(target)
+            elif name == "files" and target is not None:  # importlib.resources.files("attnlab.x")
+                imports.add(target)
+                anchors.add(target)
+    strings = {PurePosixPath(node.value).as_posix() for node in ast.walk(tree)
+               if isinstance(node, ast.Constant) and isinstance(node.value, str)
+               and _PATH_LIKE.fullmatch(node.value) and _relative_inside(node.value)}
+    return {"imports": _ours(imports), "anchors": _ours(anchors), "strings": sorted(strings),
+            "dynamic": sorted(dynamic)}
+
+
+def _ours(names: set[str]) -> list[str]:
+    return sorted(name for name in names if name.split(".")[0] == PACKAGE)
+
+
+def _resolve(name: str, level: int, package: list[str]) -> str:
+    """The absolute name of `from <level dots><name> import ...` inside `package`."""
+    if not level:
+        return name
+    if level - 1 > len(package):
+        return ""  # above the top package: Python refuses it too
+    base = package[: len(package) - (level - 1)]
+    return ".".join(base + ([name] if name else []))
+
+
+def _called_name(node: ast.Call) -> str | None:
+    func = node.func
+    return func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+
+
+def _literal_import(node: ast.Call, package: list[str]) -> str | None:
+    """The module a call like import_module("attnlab.x") or import_module(".x", __package__) names, if literal."""
+    if not node.args or not isinstance(node.args[0], ast.Constant) or not isinstance(node.args[0].value, str):
+        return None
+    name = node.args[0].value
+    if not name.startswith("."):
+        return name
+    anchor = node.args[1] if len(node.args) > 1 else next(
+        (k.value for k in node.keywords if k.arg == "package"), None)
+    if isinstance(anchor, ast.Constant) and isinstance(anchor.value, str):
+        anchor_parts = anchor.value.split(".")
+    elif isinstance(anchor, ast.Name) and anchor.id == "__package__":
+        anchor_parts = package
+    else:
+        return None
+    level = len(name) - len(name.lstrip("."))
+    return _resolve(name[level:], level, anchor_parts) or None
+
+
+def _relative_inside(text: str) -> bool:
+    return not text.startswith("/") and ".." not in PurePosixPath(text).parts and PurePosixPath(text).parts != ()
 
 
 def closure(*modules: str, src: Path = SRC) -> list[str]:
@@ -86,26 +172,25 @@ def closure(*modules: str, src: Path = SRC) -> list[str]:
     return sorted(seen)
 
 
-def module_fingerprint(module: str, src: Path = SRC) -> str:
-    """sha256 of the module's syntax tree without docstrings, and of the package YAML it names."""
+def module_fingerprint(module: str, src: Path = SRC, _files: frozenset | None = None) -> str:
+    """sha256 of the module's syntax tree without docstrings, and of the package data files it names."""
     path = module_file(module, src)
     facts = _facts(module, path)
-    data_files = {name: path.parent / name for name in facts["yaml"]}
-    key = facts["key"] + "|" + ",".join(
-        f"{name}={_sha(file) if file.is_file() else '-'}" for name, file in sorted(data_files.items()))
+    named = _named_data_files(module, path, Path(src), facts,
+                              _package_files(Path(src)) if _files is None else _files)
+    key = facts["key"] + "|" + ",".join(f"{name}={_sha(file)}" for name, file in sorted(named.items()))
     if not _is_digest(_CACHE.get(key)):
         digest = hashlib.sha256(_tree_dump(path).encode())
-        for name, data_file in sorted(data_files.items()):
-            if data_file.is_file():
-                data = _drop_descriptions(yaml.safe_load(data_file.read_text()))
-                digest.update(f"{name}:{json.dumps(data, sort_keys=True)}".encode())
+        for name, data_file in sorted(named.items()):
+            digest.update(f"{name}:{_data_text(data_file)}".encode())
         _CACHE.put(key, digest.hexdigest())
     return _CACHE.entries[key]
 
 
 def fingerprint(*modules: str, src: Path = SRC, extra: dict | None = None, skip: tuple[str, ...] = ()) -> str:
     """One hash over the closure of `modules` (less `skip`) and any extra JSON-able facts."""
-    parts = {m: module_fingerprint(m, src) for m in closure(*modules, src=src) if m not in skip}
+    files = _package_files(Path(src))
+    parts = {m: module_fingerprint(m, src, files) for m in closure(*modules, src=src) if m not in skip}
     parts["extra"] = extra or {}
     return hashlib.sha256(json.dumps(parts, sort_keys=True).encode()).hexdigest()[:16]
 
@@ -126,17 +211,113 @@ def training_fingerprint(variant: str, src: Path = SRC) -> str:
                               json.dumps(entry, sort_keys=True), (REGISTRY,))
 
 
+# ---- package data files
+
+
+def _named_data_files(module: str, path: Path, src: Path, facts: dict, files: frozenset) -> dict[str, Path]:
+    """{name: file} of the package's data files that the module's string literals name.
+
+    A string is read as a path from the module's folder and from each package
+    the module hands to resources.files; a file found there is named by the
+    string itself when it sits in the module's folder (or below it), else by
+    its path in the package. A string that names no such file but ends a data
+    file's path anywhere in the package still counts (a file reached through a
+    computed folder is better over-counted than missed).
+    """
+    memo_key = (facts["key"], files)
+    if memo_key not in _NAMED:
+        package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+        own = "/".join(package)
+        anchors = [own] + ["/".join(name.split(".")) for name in facts["anchors"]]
+        found: dict[str, str] = {}
+        for text in facts["strings"]:
+            direct = [f"{anchor}/{text}" for anchor in anchors if f"{anchor}/{text}" in files]
+            for rel in direct:
+                found.setdefault(rel, text if rel == f"{own}/{text}" else rel)
+            if not direct:
+                for rel in files:
+                    if rel.endswith("/" + text):
+                        found.setdefault(rel, rel)
+        _NAMED[memo_key] = {name: rel for rel, name in found.items()}
+    return {name: src / rel for name, rel in _NAMED[memo_key].items()}
+
+
+_NAMED: dict = {}  # (facts key, package listing) -> {name: path in the package}
+
+
+class _Listing:
+    """The package's non-source files as paths from the source root ('attnlab/core/x.yaml'),
+    listed again only when a folder of the package changes."""
+
+    def __init__(self):
+        self.known: dict[str, tuple[dict[str, int], frozenset]] = {}
+
+    def files(self, src: Path) -> frozenset:
+        root = Path(src) / PACKAGE
+        stored = self.known.get(str(root))
+        if stored is not None and all(_mtime(folder) == mtime for folder, mtime in stored[0].items()):
+            return stored[1]
+        folders, files = {}, set()
+        for folder, dirs, names in os.walk(root):
+            dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+            folders[folder] = _mtime(folder)
+            rel = Path(folder).relative_to(src).as_posix()
+            files |= {f"{rel}/{name}" for name in names if not name.endswith(SOURCE_SUFFIXES)}
+        listed = frozenset(files)
+        self.known[str(root)] = (folders, listed)
+        return listed
+
+
+def _mtime(folder: str) -> int | None:
+    try:
+        return os.stat(folder).st_mtime_ns
+    except OSError:
+        return None
+
+
+_LISTING = _Listing()
+
+
+def _package_files(src: Path) -> frozenset:
+    return _LISTING.files(src)
+
+
+def _data_text(path: Path) -> str:
+    """What a data file means: YAML parsed without descriptions, JSON parsed, anything else its bytes' sha256."""
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            return json.dumps(_drop_descriptions(yaml.safe_load(path.read_text())), sort_keys=True)
+        except (yaml.YAMLError, UnicodeDecodeError, TypeError, ValueError):
+            pass  # not plain YAML data: its bytes are what it is
+    elif path.suffix == ".json":
+        try:
+            return json.dumps(json.loads(path.read_bytes()), sort_keys=True)
+        except (UnicodeDecodeError, ValueError):
+            pass
+    return f"sha256={_sha(path)}"
+
+
+# ---- the cache of what file bytes imply
+
+
+def _scanner_digest() -> str:
+    """sha256 of this module's own source: a change to how files are read empties every cache."""
+    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+
+
 class _FactCache:
     """What file bytes imply, keyed by their sha256; optionally kept in a JSON file between processes.
 
-    A save keeps only the entries this process used, so the file tracks the checkout, not its history."""
+    A save keeps only the entries this process used, so the file tracks the checkout, not its history.
+    The file is trusted only whole: its tag must name this Python and this scanner, and its checksum
+    must match its entries."""
 
     def __init__(self):
         self.entries: dict = {}
         self.used: set[str] = set()
         self.path: Path | None = None
         self.dirty = False
-        self.tag = f"{CACHE_FORMAT}:{sys.version_info[0]}.{sys.version_info[1]}"
+        self.tag = f"{CACHE_FORMAT}:{sys.version_info[0]}.{sys.version_info[1]}:{_scanner_digest()}"
 
     def load(self, path: Path) -> None:
         self.path = Path(path)
@@ -144,8 +325,11 @@ class _FactCache:
             stored = json.loads(self.path.read_text())
         except (OSError, ValueError):
             return  # absent or unreadable: start empty, the parse is the fallback
-        if isinstance(stored, dict) and stored.get("tag") == self.tag and isinstance(stored.get("entries"), dict):
-            self.entries = {**stored["entries"], **self.entries}
+        if not (isinstance(stored, dict) and stored.get("tag") == self.tag and isinstance(stored.get("entries"), dict)):
+            return  # another Python, another scanner, or not a cache at all
+        if stored.get("checksum") != _checksum(self.tag, stored["entries"]):
+            return  # edited since it was written: none of it is trusted
+        self.entries = {**stored["entries"], **self.entries}
 
     def get(self, key: str):
         if key in self.entries:
@@ -164,10 +348,15 @@ class _FactCache:
 
         try:
             kept = {key: self.entries[key] for key in self.used}
-            atomic_write_text(self.path, json.dumps({"tag": self.tag, "entries": kept}, sort_keys=True))
+            atomic_write_text(self.path, json.dumps(
+                {"tag": self.tag, "entries": kept, "checksum": _checksum(self.tag, kept)}, sort_keys=True))
             self.dirty = False
         except OSError:
             pass  # a read-only workspace just parses again next time
+
+
+def _checksum(tag: str, entries: dict) -> str:
+    return hashlib.sha256(json.dumps([tag, entries], sort_keys=True).encode()).hexdigest()
 
 
 _CACHE = _FactCache()
@@ -196,11 +385,11 @@ def _sha(path: Path) -> str:
 
 
 def _facts(module: str, path: Path) -> dict:
-    """The attnlab names one module file imports and the YAML files it names, from its bytes."""
+    """What one module file implies, from its bytes: the attnlab names it imports, its path-like strings."""
     key = f"{module}:{_sha(path)}"
     if not _is_facts(_CACHE.get(key)):
         tree = ast.parse(path.read_bytes(), filename=str(path))
-        _CACHE.put(key, {"imports": _import_candidates(module, tree), "yaml": sorted(_yaml_files_named(tree))})
+        _CACHE.put(key, _scan(module, tree, path.name == "__init__.py"))
     return {"key": key, **_CACHE.entries[key]}
 
 
@@ -209,7 +398,10 @@ def _is_digest(value) -> bool:
 
 
 def _is_facts(value) -> bool:
-    return isinstance(value, dict) and all(isinstance(value.get(k), list) for k in ("imports", "yaml"))
+    return (isinstance(value, dict)
+            and all(isinstance(value.get(k), list) and all(isinstance(x, str) for x in value[k])
+                    for k in ("imports", "anchors", "strings"))
+            and isinstance(value.get("dynamic"), list) and all(isinstance(x, int) for x in value["dynamic"]))
 
 
 def _tree_dump(path: Path) -> str:
@@ -226,12 +418,6 @@ def _without_docstrings(tree: ast.Module) -> ast.Module:
                     and isinstance(body[0].value.value, str):
                 node.body = body[1:] or [ast.Pass()]
     return tree
-
-
-def _yaml_files_named(tree: ast.Module) -> set[str]:
-    return {node.value for node in ast.walk(tree)
-            if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.endswith(".yaml")
-            and "/" not in node.value}
 
 
 def _drop_descriptions(node):
