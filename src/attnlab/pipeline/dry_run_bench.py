@@ -1,7 +1,7 @@
 """`attnlab bench --dry-run`: how long a no-op `snakemake -n` takes, beside Snakemake's own floor.
 
 A no-op dry run is what a user waits for after every edit, so its cost is a
-target (issue 10: at most 2 s). Snakemake alone needs time to start and build
+target (at most 2 s). Snakemake alone needs time to start and build
 any DAG, so the script also times `snakemake --version` and a one-rule
 workflow whose output exists, interleaved run by run with the project's so
 machine noise hits all three alike, and prints the medians.
@@ -54,12 +54,23 @@ def check_built(workdir: Path, extra: list[str]) -> None:
                          f"`snakemake --cores all {' '.join(extra)}` there first, then time its no-op dry run")
 
 
+def at_least_one(text: str) -> int:
+    """argparse type of --runs: a median needs at least one run."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give a count of runs, e.g. 7") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 (a median needs one run), not {value}")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attnlab bench --dry-run", description=__doc__)
     parser.add_argument("--dry-run", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, default=Path("."), help="a built workspace (default: here)")
     parser.add_argument("--configfile", type=Path, default=None, help="the config it was built with")
-    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--runs", type=at_least_one, default=7, help="timed runs of each command (at least 1)")
     args = parser.parse_args(argv)
     extra = ["--configfile", str(args.configfile)] if args.configfile else []
     check_built(args.workdir, extra)
