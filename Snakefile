@@ -1,9 +1,12 @@
 # attnlab: train every cell of the grid, collect tables, draw figures, execute the writeup.
-# snakemake --cores all                          (config/default.yaml, a laptop in minutes)
-# snakemake --cores all --configfile config/paper.yaml   (the published protocol; GPU or cluster)
+# snakemake --cores all                                (config/default.yaml, a laptop in minutes)
+# snakemake --cores all --configfile config/paper.yaml (the published protocol; GPU or cluster)
+# snakemake --cores all --config file=PATH             (any config, from anyone: only attnlab reads it)
 
-# No `configfile:` here on purpose: common.smk loads config/default.yaml, or the one --configfile
-# given, through attnlab's own loader, so a file means the same to the DAG as to `attnlab train`.
+# No `configfile:` here on purpose: common.smk loads config/default.yaml, or the one file named by
+# --config file=PATH or --configfile, through attnlab's own loader, so a file means the same to the
+# DAG as to `attnlab train`. Snakemake parses a --configfile itself as well, so use that form for
+# trusted files only.
 
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"

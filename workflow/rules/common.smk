@@ -23,20 +23,17 @@ from attnlab.pipeline import paths  # noqa: E402
 # The Snakefile has no `configfile:` directive, because Snakemake would merge a --configfile over it
 # and the same file would mean something else here than to `attnlab train --config`. The chosen file
 # is loaded and validated by attnlab.core.config (the schema is workflow/schemas/config.schema.yaml).
+#
+# `--config file=PATH` gives Snakemake only the path, so no parser but attnlab's ever reads the file:
+# the form for a config from anyone. A `--configfile` is parsed by Snakemake itself before this line
+# runs (as a YTE template when it asks to be one): trusted files only.
 
+from snakemake.cli import parse_config as _snakemake_parse_config  # noqa: E402
 
-def chosen_config_file():
-    given = list(workflow.overwrite_configfiles or [])
-    if len(given) > 1:
-        raise WorkflowError(f"give one --configfile, not {len(given)}: a config file is read whole, never merged")
-    return Path(given[0]) if given else REPO / "config" / "default.yaml"
-
-
-if workflow.config_settings.config:
-    raise WorkflowError("--config KEY=VALUE overrides are not supported: write the values into a copy of the "
-                        "config file and pass it with --configfile")
 try:
-    CONFIG_FILE = chosen_config_file()
+    CONFIG_FILE = attnlab_config.snakemake_config_file(
+        workflow.overwrite_configfiles, workflow.config_settings.config, REPO / "config" / "default.yaml",
+        reparse=_snakemake_parse_config)
     config = attnlab_config.load_config(CONFIG_FILE)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
