@@ -1,8 +1,15 @@
-"""Read a bundle only if it is whole: every reader goes through here, and every file's hash is checked."""
+"""Read a bundle only if it is whole: every reader goes through here, and every file's hash is checked.
+
+A bundle holds only its own files: a symbolic link anywhere inside it (bundle.json,
+a data file, params/ or a file under it) is refused, so no reader follows one out
+of the bundle. The bundle folder itself may be reached through links (results/ on
+another disk).
+"""
 
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import numpy as np
@@ -15,6 +22,7 @@ from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, 
 def read_bundle(path: Path) -> dict:
     """The bundle.json of a complete bundle, after checking every file it lists."""
     folder, summary = _read_manifest(path)
+    _refuse_links(folder)
     for name in summary["files"]:
         _check_file(folder, summary, name)
     summary["path"] = str(folder)
@@ -44,6 +52,8 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
     path = Path(path)
     folder = path.parent if path.name == BUNDLE_FILE else path
     summary_file = folder / BUNDLE_FILE
+    if summary_file.is_symlink():
+        raise _link_error(folder, BUNDLE_FILE)
     if not summary_file.is_file():
         raise BundleError(f"missing bundle file {summary_file}; rerun that cell (snakemake will)")
     try:
@@ -69,9 +79,26 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
     return folder, summary
 
 
+def _refuse_links(folder: Path) -> None:
+    """No symbolic link anywhere inside the bundle (listed or not)."""
+    for root, dirs, files in os.walk(folder):  # os.walk does not descend into linked folders
+        for name in sorted(dirs + files):
+            if os.path.islink(os.path.join(root, name)):
+                raise _link_error(folder, Path(root, name).relative_to(folder).as_posix())
+
+
+def _link_error(folder: Path, name: str) -> BundleError:
+    return BundleError(f"bundle {folder} holds a symbolic link ({name}); a bundle's files must be its own, "
+                       f"not links out of it: delete {folder} and rerun that cell")
+
+
 def _check_file(folder: Path, summary: dict, name: str) -> Path:
     file = folder / name
-    if file.is_symlink() or not file.is_file():
+    parts = Path(name).parts
+    for depth in range(1, len(parts) + 1):  # the file and every folder between it and the bundle
+        if folder.joinpath(*parts[:depth]).is_symlink():
+            raise _link_error(folder, "/".join(parts[:depth]))
+    if not file.is_file():
         raise BundleError(f"missing bundle file {file}; delete {folder} and rerun")
     if sha256_file(file) != summary["files"][name]:
         raise BundleError(f"corrupt bundle file {file} (sha256 differs from bundle.json); delete {folder} and rerun")
