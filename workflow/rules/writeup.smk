@@ -1,5 +1,23 @@
 WRITEUP = ["results/writeup/writeup.ipynb", "results/writeup/writeup.html"]
 
+# The writeup reports whether this build ran on the locked environment (its "Version drift" line),
+# so it depends on the lock and on what is installed: editing constraints.txt, or installing other
+# versions of the packages it pins, reruns it.
+from attnlab.pipeline import environment as attnlab_environment  # noqa: E402
+
+LOCK = attnlab_environment.LOCK  # the checkout's constraints.txt, the one the notebook reads
+
+
+def locked_versions(wildcards=None):
+    """The installed version of every package the lock pins (none when there is no lock)."""
+    if not LOCK.is_file():
+        return "{}"
+    try:
+        pinned = attnlab_environment.read_lock(LOCK)
+    except (OSError, UnicodeDecodeError) as err:
+        raise WorkflowError(f"cannot read {LOCK} ({err}); restore it (git checkout constraints.txt)")
+    return attnlab_config.to_json(code.installed_versions(pinned))
+
 
 rule writeup:
     input:
@@ -9,6 +27,7 @@ rule writeup:
         figures=FIGURES,
         captions=CAPTIONS,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+        lock=[str(LOCK)] if LOCK.is_file() else [],
     output:
         notebook="results/writeup/writeup.ipynb",
         html="results/writeup/writeup.html",
@@ -19,6 +38,7 @@ rule writeup:
             "attnlab.pipeline.environment",
             "attnlab.core.telemetry_stats",
         ),
+        environment=locked_versions,
     log:
         "results/logs/writeup.log",
     message:
