@@ -1,4 +1,4 @@
-# Composability (issue 12): when the config has a `composability:` section, every variant also trains
+# Composability: when the config has a `composability:` section, every variant also trains
 # at each listed kv_heads x attention_impl, from the contest seeds at its contest LR, into
 # results/composability/kv<k>-<impl>/<variant>/lr<lr>/seed<seed>/. One table and the ledger's
 # "composes with GQA/MQA/flash" row read them (attnlab.pipeline.composability).
@@ -16,11 +16,22 @@ def composability_cells(wildcards=None):
             for variant, lr in grid["contest_lr"].items() for seed in grid["contest_seeds"]]
 
 
-def composability_cell_json(wildcards):
+def composability_slice(kv, impl):
     """The cell slice with this run's kv_heads and attention path: the only differences from the contest cell."""
     sliced = attnlab_config.cell_slice(config)
-    sliced["model"] = dict(sliced["model"], kv_heads=int(wildcards.kv), attention_impl=wildcards.impl)
-    return shlex.quote(attnlab_config.to_json(sliced))
+    sliced["model"] = dict(sliced["model"], kv_heads=int(kv), attention_impl=impl)
+    return sliced
+
+
+def composability_cell_json(wildcards):
+    return shlex.quote(attnlab_config.to_json(composability_slice(wildcards.kv, wildcards.impl)))
+
+
+# What every composability run must have been trained with, per kv<k>-<impl> folder (collect.smk).
+EXPECTED_COMPOSABILITY = expected_file({
+    str(paths.COMPOSABILITY / f"kv{int(kv)}-{impl}"): composability_slice(kv, impl)
+    for kv in COMPOSABILITY.get("kv_heads", []) for impl in COMPOSABILITY.get("attention_impls", [])
+}) if COMPOSABILITY else []
 
 
 rule train_composability_cell:
@@ -53,10 +64,11 @@ rule train_composability_cell:
 rule composability_table:
     input:
         bundles=composability_cells,
+        expected=EXPECTED_COMPOSABILITY,
     output:
         tables=COMPOSABILITY_TABLES,
     params:
-        code=pipeline_code("attnlab.pipeline.composability"),
+        code=pipeline_code("attnlab.pipeline.composability", "attnlab.pipeline.tables"),
         heads=config["model"]["heads"],
         out=paths.TABLES,
     log:
@@ -64,5 +76,7 @@ rule composability_table:
     message:
         "Collecting the composability runs (GQA/MQA x dense/blockwise) into a table and a verdict"
     shell:
-        "python -m attnlab.pipeline.composability --heads {params.heads} --out {params.out} {input.bundles} "
+        # First every run is checked against what the grid expects of it (a stale run stops the table).
+        "(python -m attnlab.pipeline.tables check --expect {input.expected} {input.bundles} && "
+        "python -m attnlab.pipeline.composability --heads {params.heads} --out {params.out} {input.bundles}) "
         "> {log} 2>&1"

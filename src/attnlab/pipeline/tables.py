@@ -2,13 +2,19 @@
 
 Tables read bundles and never recompute what a bundle already holds. A
 missing or corrupt bundle stops the collection with its path: no cell is
-dropped silently.
+dropped silently. So does a stale one: given the grid's expectation (the
+config slice and code fingerprint each cell must have been trained with, which
+the Snakefile writes), a bundle trained by other code or another config (by
+hand, or before Snakemake's records in .snakemake/ were lost) is named with
+what differs and how to retrain it.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import shlex
 import sys
 from pathlib import Path
 
@@ -92,6 +98,108 @@ def _check_in_grid(bundles: list[dict], grid: dict) -> None:
         if (b["variant"], float(b["lr"]), int(b["seed"])) not in cells:
             raise BundleError(f"bundle {b['path']} is {b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}, "
                               "which is not a cell of this config's grid; remove it from the inputs")
+
+
+RERUN_COMMAND_ENV = "ATTNLAB_SNAKEMAKE_COMMAND"  # the Snakemake command line of this build, for the fix
+CELL_KEYS = ("variant", "lr", "seed")  # what bundle.json's config adds to the slice the cell was trained with
+SHOWN_STALE = 5  # stale cells described one by one; the rest are counted
+
+
+def check_expected(bundles: list[dict], expected: dict) -> None:
+    """Each bundle was trained with the config slice and the code fingerprint the grid expects for its cell.
+
+    `expected` is {"code": {variant: fingerprint}, "slices": {folder: config slice}}: the slice of the
+    cells under each folder (results/runs, or one composability folder) and the code of each variant
+    (attnlab.core.fingerprint.training_fingerprint). A stale bundle stops the collection.
+    """
+    code, slices = expected.get("code", {}), {_place(root): s for root, s in expected.get("slices", {}).items()}
+    stale = []
+    for b in bundles:
+        folder = Path(b["path"])
+        above = folder.absolute().parents
+        root = _place(above[2]) if len(above) > 2 else None  # <root>/<variant>/lr<lr>/seed<seed>
+        if root not in slices:
+            raise BundleError(f"bundle {folder} is not in a folder this grid trains into "
+                              f"({', '.join(sorted(expected.get('slices', {})))}); remove it from the inputs")
+        if b["variant"] not in code:
+            raise BundleError(f"bundle {folder} is of variant {b['variant']!r}, which this grid does not train; "
+                              "remove it from the inputs")
+        differences = []
+        recorded = b.get("provenance", {}).get("code_fingerprint") if isinstance(b.get("provenance"), dict) else None
+        if recorded != code[b["variant"]]:
+            differences.append(f"code fingerprint {recorded} in the bundle, {code[b['variant']]} expected")
+        config = b["config"] if isinstance(b["config"], dict) else {}
+        differences += _slice_differences({k: v for k, v in config.items() if k not in CELL_KEYS},
+                                          _jsonable(slices[root]))
+        if differences:
+            stale.append((folder, b, differences))
+    if stale:
+        raise BundleError(_stale_message(stale))
+
+
+def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
+    """Read and check bundles that may span several grids of folders (the composability runs, one grid
+    per kv<k>-<impl>): each is whole, is the cell its folder names, appears once in its grid and is
+    what `expected` says. Returns the bundles."""
+    bundles = [read_bundle(Path(d)) for d in bundle_dirs]
+    by_root: dict[Path, list[dict]] = {}
+    for b in bundles:
+        by_root.setdefault(_place(Path(b["path"]).absolute().parent.parent.parent), []).append(b)
+    for same_grid in by_root.values():
+        _check_cells(same_grid)
+    check_expected(bundles, expected)
+    return bundles
+
+
+def _place(path) -> Path:
+    """A folder as one spelling, whatever the path it was named by (relative, through links)."""
+    return Path(path).resolve()
+
+
+def _jsonable(obj):
+    """The value as the trainer received it: through JSON (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(obj))
+
+
+def _slice_differences(found: dict, wanted: dict, prefix: str = "") -> list[str]:
+    """'train.steps 40 in the bundle, 20 expected' for every key whose value differs (dotted names)."""
+    differences = []
+    for key in sorted(set(found) | set(wanted), key=str):
+        name = f"{prefix}{key}"
+        have, want = found.get(key, _ABSENT), wanted.get(key, _ABSENT)
+        if isinstance(have, dict) and isinstance(want, dict):
+            differences += _slice_differences(have, want, f"{name}.")
+        elif have != want or isinstance(have, bool) != isinstance(want, bool):
+            differences.append(f"{name} {_shown(have)} in the bundle, {_shown(want)} expected")
+    return differences
+
+
+class _Absent:
+    def __repr__(self):
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _shown(value) -> str:
+    return "absent" if value is _ABSENT else json.dumps(value)
+
+
+def _stale_message(stale: list) -> str:
+    described = []
+    for folder, b, differences in stale[:SHOWN_STALE]:
+        shown = differences[:3] + ([f"{len(differences) - 3} more keys differ"] if len(differences) > 3 else [])
+        described.append(f"{folder} ({b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}): {', '.join(shown)}")
+    more = f"; and {len(stale) - SHOWN_STALE} more" if len(stale) > SHOWN_STALE else ""
+    folders = " ".join(shlex.quote(str(folder)) for folder, _, _ in stale)
+    command = os.environ.get(RERUN_COMMAND_ENV)
+    retrain_all = (f"`{command} --forcerun train_cell`" if command
+                   else "your snakemake command with `--forcerun train_cell` added")
+    return (f"{len(stale)} bundle(s) were not trained with the code and config this grid expects: "
+            f"{'; '.join(described)}{more}. They are stale (trained by other code or another config, by hand, or "
+            f"before Snakemake's records in .snakemake/ were lost). Delete them and run snakemake again, which "
+            f"retrains exactly those cells (rm -rf {folders}), or retrain every cell with {retrain_all}")
 
 
 def flatten(obj: dict, prefix: str = "") -> dict:
@@ -483,9 +591,12 @@ def best_lr(bundle_dirs: list[Path]) -> dict:
             "candidates": {format_lr(r.lr): r.best_val_loss for r in runs.itertuples()}}
 
 
-def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path) -> dict[str, pd.DataFrame]:
+def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path, expected: dict | None = None) -> dict[str, pd.DataFrame]:
+    """Every table from the grid's bundles; with `expected` (see check_expected), stale bundles stop it first."""
     runs, bundles = load_runs(bundle_dirs)
     _check_in_grid(bundles, grid)
+    if expected is not None:
+        check_expected(bundles, expected)
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "runs.csv", runs.to_csv(index=False))
     contest = contest_table(runs, grid)
@@ -508,21 +619,44 @@ def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path) -> dict[str, pd.
     return tables
 
 
+def read_expected(path: Path) -> dict:
+    """The expectation file the Snakefile writes (see check_expected)."""
+    try:
+        expected = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise BundleError(f"cannot read the grid's expectation {path} ({err}); run snakemake again, "
+                          "which writes it") from None
+    if not (isinstance(expected, dict) and isinstance(expected.get("code"), dict)
+            and isinstance(expected.get("slices"), dict)):
+        raise BundleError(f"{path} is not a grid expectation (a JSON object with 'code' and 'slices'); "
+                          "run snakemake again, which writes it")
+    return expected
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Collect bundles into tables, or pick a sweep's best LR.")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect")
     c.add_argument("--grid", required=True, help="JSON grid (attnlab.core.config.grid)")
     c.add_argument("--out", required=True, type=Path)
+    c.add_argument("--expect", type=Path, default=None,
+                   help="JSON file of the config slice and code fingerprints each cell must have (the Snakefile's)")
     c.add_argument("bundles", nargs="+", type=Path)
+    k = sub.add_parser("check", help="only check that every bundle is whole and what --expect says it must be")
+    k.add_argument("--expect", required=True, type=Path)
+    k.add_argument("bundles", nargs="+", type=Path)
     s = sub.add_parser("select-lr")
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("bundles", nargs="+", type=Path)
     args = parser.parse_args(argv)
     try:
         if args.command == "collect":
-            tables = collect(args.bundles, json.loads(args.grid), args.out)
+            expected = read_expected(args.expect) if args.expect is not None else None
+            tables = collect(args.bundles, json.loads(args.grid), args.out, expected)
             print(tables["contest"].to_string(index=False))
+        elif args.command == "check":
+            bundles = check_bundles(args.bundles, read_expected(args.expect))
+            print(f"{len(bundles)} bundle(s) were trained with the code and config this grid expects")
         else:
             choice = best_lr(args.bundles)
             atomic_write_json(args.out, choice)
