@@ -25,6 +25,7 @@ from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sha25
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.pipeline.bundle_reader import read_bundle, read_curve, verified_file
 from attnlab.pipeline.tables import check_bundles, check_expected, collect, load_runs
+from attnlab.pipeline.tables import main as tables_main
 from conftest import REPO
 from processes import attnlab, refused, run, snakemake
 from workspace import make_workspace, plan
@@ -208,21 +209,33 @@ def test_the_cli_refuses_a_stale_bundle_in_one_line(tmp_path):
     refused(result, "train.steps 40 in the bundle, 20 expected", str(folder), "--forcerun train_cell")
     assert len(result.stderr.strip().splitlines()) == 1
     assert sha256_file(folder / BUNDLE_FILE) == before and not (tmp_path / "tables").exists()
-    checked = run(["-m", "attnlab.pipeline.tables", "check", "--expect", expect, folder], tmp_path)
-    refused(checked, "train.steps 40 in the bundle, 20 expected")
+
+
+
+def test_check_passes_what_the_expectation_says_and_refuses_the_rest(tmp_path, capsys):
+    root = tmp_path / "runs"
+    folder = make_bundle(root, the_slice(steps=40))
+    expect = tmp_path / "expected.json"
+    expect.write_text(json.dumps(expectation(root)))
+    assert tables_main(["check", "--expect", str(expect), str(folder)]) == 2
+    assert "train.steps 40 in the bundle, 20 expected" in capsys.readouterr().err
     expect.write_text(json.dumps(expectation(root, steps=40)))
-    checked = run(["-m", "attnlab.pipeline.tables", "check", "--expect", expect, folder], tmp_path)
-    assert checked.returncode == 0 and "1 bundle(s) were trained" in checked.stdout, checked.stderr
+    assert tables_main(["check", "--expect", str(expect), str(folder)]) == 0
+    assert "1 bundle(s) were trained" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("content,named", [("{not json", "cannot read the grid's expectation"),
                                            ("[]", "is not a grid expectation")])
-def test_the_cli_refuses_a_broken_expectation_file(tmp_path, content, named):
+def test_a_broken_expectation_file_is_refused(tmp_path, capsys, content, named):
     folder = make_bundle(tmp_path / "runs", the_slice())
     expect = tmp_path / "expected.json"
     expect.write_text(content)
-    result = run(["-m", "attnlab.pipeline.tables", "check", "--expect", expect, folder], tmp_path)
-    refused(result, named, "run snakemake again")
+    assert tables_main(["check", "--expect", str(expect), str(folder)]) == 2
+    assert tables_main(["collect", "--grid", json.dumps(GRID), "--expect", str(expect), "--out",
+                        str(tmp_path / "tables"), str(folder)]) == 2
+    err = capsys.readouterr().err
+    assert err.count(named) == 2 and "run snakemake again" in err
+    assert not (tmp_path / "tables").exists()
 
 
 # ---- a bundle holds only its own files
