@@ -33,7 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--lr", required=True, type=float)
     t.add_argument("--seed", required=True, type=int)
     t.add_argument("--out", required=True, type=Path, help="bundle folder to create (must not exist yet, "
-                   "or hold an earlier bundle of the same cell)")
+                   "or hold only an earlier bundle of the same cell: any other file there is refused)")
     t.add_argument("--corpus", type=Path, default=Path("results/data/corpus.txt"),
                    help="where the verified corpus is kept (fetched there if absent; an existing file with "
                         "another checksum is refused, never replaced)")
@@ -85,15 +85,19 @@ def train(cfg: dict, args) -> int:
     from attnlab.core.config import cell_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
-    from attnlab.training.bundle_writer import check_out_dir
+    from attnlab.training.bundle_writer import DiskFullError, check_out_dir
     from attnlab.training.train import check_cell, configure_runtime, run_cell
 
     check_cell(args.variant, args.lr, args.seed)
     check_out_dir(args.out, args.variant, args.lr, args.seed)
     configure_runtime(args.threads, args.compile_cache)
     corpus = fetch_corpus(cfg["data"], args.corpus)
-    run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,
-             checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant))
+    try:
+        run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,
+                 checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant))
+    except DiskFullError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

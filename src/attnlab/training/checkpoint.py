@@ -16,9 +16,12 @@ import orbax.checkpoint as ocp
 
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.errors import ConfigError
+from attnlab.training.bundle_writer import (DiskFullError, FolderLock, disk_full_reason, is_disk_full,
+                                            orbax_writes)
 
 MARKER = ".attnlab-checkpoints"
 ROOT_MARKER = ".attnlab-checkpoint-root"
+TMP_SUFFIX = ".orbax-checkpoint-tmp"  # how Orbax names a checkpoint still being written: <step>.orbax-checkpoint-tmp*
 
 
 class ResumeCheckpoints:
@@ -26,11 +29,22 @@ class ResumeCheckpoints:
         self.root = Path(root).resolve() if root else None
         self.directory = cell_dir(self.root, variant, lr, seed) if self.root else None
         self._manager = None
+        self._lock = None
         if self.directory is None:
             return
         if not self.root.exists():
             self.root.mkdir(parents=True)
             (self.root / ROOT_MARKER).touch()  # made by the trainer: removed again once it holds nothing else
+        try:
+            self._lock = FolderLock(self.directory, "--checkpoint-dir")
+            self._lock.acquire()  # before looking at the folder: another trainer may be writing it
+            self._open()
+        except BaseException:
+            self.release()
+            self._tidy_root()
+            raise
+
+    def _open(self) -> None:
         if self.directory.exists() and not (self.directory / MARKER).is_file():
             raise ConfigError(f"--checkpoint-dir: {self.directory} exists and was not made by attnlab's trainer; "
                               "move it away or pass another --checkpoint-dir (nothing was trained)")
@@ -45,6 +59,17 @@ class ResumeCheckpoints:
             options=ocp.CheckpointManagerOptions(max_to_keep=1, create=True),
             item_names=("state", "snapshots", "progress"),
         )
+
+    def __enter__(self) -> "ResumeCheckpoints":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.release()
+
+    def release(self) -> None:
+        """Give up this cell's folder (its lock file goes; the checkpoints stay for a rerun to resume)."""
+        if self._lock is not None:
+            self._lock.release()
 
     def latest(self, like):
         """(state, snapshots, progress) of the newest complete checkpoint, or None.
@@ -66,12 +91,32 @@ class ResumeCheckpoints:
         """snapshots: attention maps so far, {step as text: array}; never empty (step 0 is always kept)."""
         if self._manager is None:
             return
-        self._manager.save(step, args=ocp.args.Composite(
-            state=ocp.args.StandardSave(state),
-            snapshots=ocp.args.StandardSave(snapshots),
-            progress=ocp.args.JsonSave(progress),
-        ))
-        self._manager.wait_until_finished()
+        try:
+            with orbax_writes():
+                self._manager.save(step, args=ocp.args.Composite(
+                    state=ocp.args.StandardSave(state),
+                    snapshots=ocp.args.StandardSave(snapshots),
+                    progress=ocp.args.JsonSave(progress),
+                ))
+                self._manager.wait_until_finished()
+        except Exception as err:
+            if not is_disk_full(err):
+                raise
+            self._abandon()
+            raise DiskFullError(f"the disk is full: cannot write the checkpoint of step {step} in {self.directory} "
+                                f"({disk_full_reason(err)}); free space on that disk and run again (the last "
+                                "complete checkpoint there is kept and resumed from)") from None
+
+    def _abandon(self) -> None:
+        """After a failed save: stop Orbax and remove its unfinished (temporary) checkpoint folders."""
+        manager, self._manager = self._manager, None
+        try:
+            with orbax_writes():
+                manager.close()
+        except Exception:  # it raises the failed save's error again, which the caller reports
+            pass
+        for partial in (self.directory / "orbax").glob(f"*{TMP_SUFFIX}*"):
+            shutil.rmtree(partial, ignore_errors=True)  # Orbax's own, inside this trainer's folder
 
     def clear(self) -> None:
         """Forget every checkpoint (they belong to another config or other code)."""
@@ -80,18 +125,25 @@ class ResumeCheckpoints:
                 self._manager.delete(step)
 
     def remove(self) -> None:
-        """Remove this cell's folder, then the parents up to root that are left empty (never a non-empty one)."""
+        """Remove this cell's folder and its lock, then the parents up to root left empty (never a non-empty one)."""
         if self._manager is None:
             return
         self._manager.close()
         shutil.rmtree(self.directory, ignore_errors=True)
+        self.release()
         parent = self.directory.parent
         while parent != self.root and self.root in parent.parents:
             try:
                 os.rmdir(parent)
+            except FileNotFoundError:
+                pass
             except OSError:
                 return
             parent = parent.parent
+        self._tidy_root()
+
+    def _tidy_root(self) -> None:
+        """Remove root if the trainer made it and it holds nothing but its marker."""
         marker = self.root / ROOT_MARKER
         if marker.is_file() and [p.name for p in self.root.iterdir()] == [ROOT_MARKER]:
             marker.unlink()

@@ -14,6 +14,7 @@ is discarded.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import hashlib
 import json
@@ -41,7 +42,7 @@ from attnlab.core.telemetry_stats import entropy_histograms, summarise
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError, check_variant
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets)
-from attnlab.training.bundle_writer import check_out_dir, write_bundle
+from attnlab.training.bundle_writer import DiskFullError, FolderLock, check_out_dir, release_locks, write_bundle
 from attnlab.training.checkpoint import ResumeCheckpoints, save_params
 from attnlab.training.model import GPT, count_params
 from attnlab.training.steps import (evaluate, evaluate_normalised, make_optimizer, probe, train_chunk,
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         summary = run_cell(json.loads(args.cell_config), args.variant, args.lr, args.seed, args.corpus, args.out,
                            checkpoint_dir=args.checkpoint_dir, code_fingerprint=args.code_fingerprint)
-    except (CorpusError, ConfigError, UnknownVariantError) as err:
+    except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     print(
@@ -127,6 +128,7 @@ def exit_with_parent(pid: int, poll_s: float = 1.0) -> None:
                 os.kill(pid, 0)
             except ProcessLookupError:
                 print(f"the parent process {pid} is gone; stopping this training job", file=sys.stderr, flush=True)
+                release_locks()  # os._exit runs no `finally`
                 os._exit(3)
             except PermissionError:
                 pass  # alive, owned by someone else
@@ -217,13 +219,15 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
     if own is not None and (own == out or out in own.parents or own in out.parents):
         raise ConfigError(f"--checkpoint-dir {checkpoint_dir} would put this cell's checkpoints at {own}, which "
                           f"overlaps --out {out}; keep checkpoints outside the bundle (nothing was trained)")
-    checkpoints = ResumeCheckpoints(checkpoint_dir, variant, lr, seed)
-    cell = Cell(cfg, variant, lr, seed, corpus_path, log)
-    identity = cell_identity(cfg, variant, lr, seed, code_fingerprint)
-    params, opt_state, progress, maps = restore_or_start(cell, checkpoints, identity)
-    params, progress, maps = train_until_done(cell, params, opt_state, progress, maps, checkpoints)
-    summary = write_cell_bundle(cell, params, progress, maps, out, code_fingerprint)
-    checkpoints.remove()
+    with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
+        held.enter_context(FolderLock(out, "--out"))
+        checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, variant, lr, seed))
+        cell = Cell(cfg, variant, lr, seed, corpus_path, log)
+        identity = cell_identity(cfg, variant, lr, seed, code_fingerprint)
+        params, opt_state, progress, maps = restore_or_start(cell, checkpoints, identity)
+        params, progress, maps = train_until_done(cell, params, opt_state, progress, maps, checkpoints)
+        summary = write_cell_bundle(cell, params, progress, maps, out, code_fingerprint)
+        checkpoints.remove()
     return summary
 
 
@@ -325,7 +329,7 @@ def write_cell_bundle(cell: Cell, params, progress: Progress, maps: dict, out: P
     attention = {"steps": np.asarray(snap_steps), "tokens": np.asarray(cell.window),
                  "text": np.asarray(cell.corpus.decode(cell.window)),
                  "weights": np.stack([maps[s] for s in snap_steps])}
-    write_bundle(out, summary, curve, telemetry, attention, lambda d: save_params(d, params))
+    write_bundle(out, summary, curve, telemetry, attention, lambda d: save_params(d, params), log=cell.log)
     return summary
 
 
