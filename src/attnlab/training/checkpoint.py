@@ -3,7 +3,9 @@
 The folder is <root>/<variant>/lr<lr>/seed<seed>/, marked as attnlab's by a
 small file, so removing it when the bundle is whole never touches anything
 else under root (other cells' state, a user's files). It lives outside the
-bundle, so Snakemake does not delete it when a job fails.
+bundle, so Snakemake does not delete it when a job fails. One trainer uses a
+cell's folder at a time (a lock file beside it), and a disk that fills during
+a save ends in one line with Orbax's temporary folders removed.
 """
 
 from __future__ import annotations
