@@ -171,6 +171,9 @@ def test_composability_runs_are_held_to_their_own_slice(tmp_path):
     run_bundle = make_bundle(results / "runs", grid_slice)
     gqa_bundle = make_bundle(results / "composability" / "kv1-dense", gqa)
     assert len(check_bundles([run_bundle, gqa_bundle], expected)) == 2  # the same cell, in two grids
+    with pytest.raises(BundleError, match="--forcerun train_composability_cell"):
+        check_expected(bundles_of(gqa_bundle), dict(expected, code={"softmax": "0" * 16},
+                                                    rule="train_composability_cell"))
     misplaced = make_bundle(results / "composability" / "kv2-dense", gqa)  # a folder the grid does not train
     with pytest.raises(BundleError, match="not in a folder this grid trains into"):
         check_expected(bundles_of(misplaced), expected)
@@ -340,10 +343,10 @@ def test_lost_records_and_a_new_train_steps_stop_collection(one_cell, tmp_path, 
     (ws / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny(steps=30), sort_keys=False))
     result = build(ws, corpus_path)
     assert result.returncode != 0
-    for name in ("collect_tables", "composability_table"):
+    for name, rule in (("collect_tables", "train_cell"), ("composability_table", "train_composability_cell")):
         log = collect_log(ws, name)
         assert "train.steps 20 in the bundle, 30 expected" in log, log[-2000:]
-        assert "--forcerun train_cell" in log and "rm -rf results/" in log
+        assert f"--forcerun {rule}`" in log and "rm -rf results/" in log
     assert "--configfile config/tiny.yaml" in collect_log(ws)  # the fix is this build's own command
     assert digests(bundle_of(ws)) == before, "the stale bundle was changed"
 

@@ -21,10 +21,11 @@ EXPECTED = Path(".snakemake") / "attnlab" / "expected"
 os.environ["ATTNLAB_SNAKEMAKE_COMMAND"] = shlex.join(["snakemake", *sys.argv[1:]])
 
 
-def expected_file(slices):
-    """The file of {"code": {variant: fingerprint}, "slices": {folder: config slice}} (tables.check_expected)."""
+def expected_file(slices, rule):
+    """The file of {"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": the rule that
+    trains those folders' cells} (attnlab.pipeline.tables.check_expected)."""
     code_of = {variant: code.training_fingerprint(variant, src=SRC) for variant in config["variants"]}
-    content = attnlab_config.to_json({"code": code_of, "slices": slices}) + "\n"
+    content = attnlab_config.to_json({"code": code_of, "slices": slices, "rule": rule}) + "\n"
     path = EXPECTED / f"{hashlib.sha256(content.encode()).hexdigest()[:20]}.json"
     try:
         if not path.is_file() or path.read_text() != content:
@@ -34,7 +35,7 @@ def expected_file(slices):
     return str(path)
 
 
-EXPECTED_RUNS = expected_file({str(paths.RUNS): attnlab_config.cell_slice(config)})  # every cell of the grid
+EXPECTED_RUNS = expected_file({str(paths.RUNS): attnlab_config.cell_slice(config)}, "train_cell")
 
 
 rule collect_tables:

@@ -31,7 +31,7 @@ def composability_cell_json(wildcards):
 EXPECTED_COMPOSABILITY = expected_file({
     str(paths.COMPOSABILITY / f"kv{int(kv)}-{impl}"): composability_slice(kv, impl)
     for kv in COMPOSABILITY.get("kv_heads", []) for impl in COMPOSABILITY.get("attention_impls", [])
-}) if COMPOSABILITY else []
+}, "train_composability_cell") if COMPOSABILITY else []
 
 
 rule train_composability_cell:

@@ -108,9 +108,10 @@ SHOWN_STALE = 5  # stale cells described one by one; the rest are counted
 def check_expected(bundles: list[dict], expected: dict) -> None:
     """Each bundle was trained with the config slice and the code fingerprint the grid expects for its cell.
 
-    `expected` is {"code": {variant: fingerprint}, "slices": {folder: config slice}}: the slice of the
-    cells under each folder (results/runs, or one composability folder) and the code of each variant
-    (attnlab.core.fingerprint.training_fingerprint). A stale bundle stops the collection.
+    `expected` is {"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": name}: the
+    slice of the cells under each folder (results/runs, or one composability folder), the code of each
+    variant (attnlab.core.fingerprint.training_fingerprint) and the rule that trains them (for the fix;
+    train_cell when absent). A stale bundle stops the collection.
     """
     code, slices = expected.get("code", {}), {_place(root): s for root, s in expected.get("slices", {}).items()}
     stale = []
@@ -134,7 +135,7 @@ def check_expected(bundles: list[dict], expected: dict) -> None:
         if differences:
             stale.append((folder, b, differences))
     if stale:
-        raise BundleError(_stale_message(stale))
+        raise BundleError(_stale_message(stale, expected.get("rule") or "train_cell"))
 
 
 def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
@@ -186,7 +187,7 @@ def _shown(value) -> str:
     return "absent" if value is _ABSENT else json.dumps(value)
 
 
-def _stale_message(stale: list) -> str:
+def _stale_message(stale: list, rule: str) -> str:
     described = []
     for folder, b, differences in stale[:SHOWN_STALE]:
         shown = differences[:3] + ([f"{len(differences) - 3} more keys differ"] if len(differences) > 3 else [])
@@ -194,8 +195,8 @@ def _stale_message(stale: list) -> str:
     more = f"; and {len(stale) - SHOWN_STALE} more" if len(stale) > SHOWN_STALE else ""
     folders = " ".join(shlex.quote(str(folder)) for folder, _, _ in stale)
     command = os.environ.get(RERUN_COMMAND_ENV)
-    retrain_all = (f"`{command} --forcerun train_cell`" if command
-                   else "your snakemake command with `--forcerun train_cell` added")
+    retrain_all = (f"`{command} --forcerun {rule}`" if command
+                   else f"your snakemake command with `--forcerun {rule}` added")
     return (f"{len(stale)} bundle(s) were not trained with the code and config this grid expects: "
             f"{'; '.join(described)}{more}. They are stale (trained by other code or another config, by hand, or "
             f"before Snakemake's records in .snakemake/ were lost). Delete them and run snakemake again, which "
