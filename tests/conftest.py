@@ -1,10 +1,12 @@
-"""Shared fixtures: the corpus used by tests, and a tiny config."""
+"""Shared fixtures: the corpus used by tests, a tiny config, one smoke build, one XLA cache per run."""
 
 from __future__ import annotations
 
 import copy
 import hashlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +14,33 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
+# Where the smoke build's tables and bundle summaries are copied, for .ci/slurm-smoke to compare against.
+SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
+COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                     "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+
+
+def pytest_configure(config):
+    """One persistent XLA compilation cache for this pytest run, before any test module imports JAX.
+
+    Set in the environment, so this process and every trainer, CLI and
+    Snakemake job a test starts share it: a model compiled once is loaded,
+    not compiled again, by the next process that needs it. A cache given
+    from outside (JAX_COMPILATION_CACHE_DIR already set) is used as it is.
+    """
+    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+        return
+    cache = Path(tempfile.mkdtemp(prefix="attnlab-test-xla-cache-"))
+    config._attnlab_compile_cache = cache
+    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+    os.environ.update(COMPILE_CACHE_ENV)
+
+
+def pytest_unconfigure(config):
+    cache = getattr(config, "_attnlab_compile_cache", None)
+    if cache is not None:
+        shutil.rmtree(cache, ignore_errors=True)
+        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
 
 
 @pytest.fixture(scope="session")
@@ -56,9 +85,26 @@ def smoke_workspace(tmp_path_factory, corpus_path):
 
     Tests that edit it (the rerun matrix) restore what they change.
     """
-    from workspace import make_workspace, snakemake
+    from processes import snakemake
+    from workspace import make_workspace
 
     ws = make_workspace(tmp_path_factory.mktemp("smoke"))
+    shared_cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if shared_cache:  # the rules' --compile-cache results/jax-cache: this run's one cache
+        (ws / "results").mkdir()
+        (ws / "results" / "jax-cache").symlink_to(shared_cache, target_is_directory=True)
     result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    if os.environ.get(SMOKE_REFERENCE_ENV):
+        export_smoke_reference(ws, Path(os.environ[SMOKE_REFERENCE_ENV]))
     return ws
+
+
+def export_smoke_reference(ws: Path, dest: Path) -> None:
+    """The build's tables and every bundle.json, as built (before any test edits the workspace)."""
+    results = ws / "results"
+    shutil.copytree(results / "tables", dest / "tables")
+    for summary in (results / "runs").rglob("bundle.json"):
+        target = dest / "runs" / summary.relative_to(results / "runs")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(summary, target)

@@ -13,6 +13,7 @@ def tiny(variant, dropout=0.0):
                        dropout=dropout, variant=variant)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_fast_loop_matches_plain_loop_without_dropout(variant):
     tokens = (np.arange(5000) * 7 % 65).astype(np.int32)  # a learnable text: each character predicts the next
@@ -24,6 +25,7 @@ def test_fast_loop_matches_plain_loop_without_dropout(variant):
     assert fast_losses[-1] < fast_losses[0], "the loop should be learning"
 
 
+@pytest.mark.slow
 def test_dropout_masks_differ_but_both_train():
     tokens = np.random.default_rng(1).integers(0, 65, 5000, dtype=np.int32)
     fast = ProjectLoop(tiny("softmax", 0.1), tokens, batch=4, max_steps=8).run(8)[0]
@@ -50,7 +52,7 @@ def matmul_flops_in_jaxpr(jaxpr) -> int:
     return total
 
 
-@pytest.mark.parametrize("kv_heads", [None, 1])
+@pytest.mark.parametrize("kv_heads", [None, pytest.param(1, marks=pytest.mark.slow)])
 def test_step_flops_equals_the_matmuls_jax_traces(kv_heads):
     """step_flops against an independent count: the dot_generals in the jaxpr of a real training step."""
     import dataclasses

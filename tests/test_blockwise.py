@@ -76,7 +76,11 @@ def assert_trees_close(a, b):
 
 # kv_heads = heads, heads / 2 and 1, each with a key block that does not divide T = 12 (5: blocks of 5, 5, 2),
 # plus one that does (4: three blocks) and one larger than T (64: a single block)
-CASES = [(HEADS, 5), (HEADS // 2, 5), (1, 5), (HEADS, 4), (1, 64)]
+# The quick lane keeps grouped heads with a key block that does not divide T; the full run all five.
+CASES = [pytest.param(HEADS, 5, marks=pytest.mark.slow), (HEADS // 2, 5), pytest.param(1, 5, marks=pytest.mark.slow),
+         pytest.param(HEADS, 4, marks=pytest.mark.slow), pytest.param(1, 64, marks=pytest.mark.slow)]
+# One variant of each family for the quick lane's jaxpr scan (softmax, kernel with learned scalars, A3).
+SCANNED_QUICKLY = ("softmax", "yat_b", "a3")
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -134,6 +138,7 @@ def model_cfg(variant, impl, kv_heads=None, dropout=0.0, block=5):
                        attention_block=block)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant,kv_heads", [(v, 2) for v in VARIANTS] + [("softmax", None), ("a3", 1)])
 def test_model_trains_the_same_blockwise_with_dropout(variant, kv_heads):
     """Same parameters, same dropout key: the loss and every parameter gradient agree."""
@@ -179,7 +184,8 @@ def _shapes(jaxpr):
                     yield from _shapes(sub)
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [v if v in SCANNED_QUICKLY else pytest.param(v, marks=pytest.mark.slow)
+                                     for v in VARIANTS])
 def test_blockwise_never_builds_a_t_by_t_array(variant):
     length = 37  # no other dimension is 37, so a (…, 37, 37) array can only be T x T
     score = make_score(variant)

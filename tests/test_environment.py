@@ -126,8 +126,9 @@ def test_version_drift_of_a_matching_lock_is_empty(tmp_path):
 
 
 def test_environment_module_stays_jax_free():
-    import subprocess
-    import sys
+    from processes import run
+
     code = ("import sys, attnlab.pipeline.environment as e; e.version_drift(e.LOCK); "
             "assert 'jax' not in sys.modules and 'flax' not in sys.modules")
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True).returncode == 0
+    result = run(["-c", code])
+    assert result.returncode == 0, result.stderr[-2000:]

@@ -1,4 +1,4 @@
-"""Issue 14, tried as a hostile user would: every reproduction ends in a clear refusal or a correct result.
+"""Data loss and bad input, tried as a hostile user would: each ends in a clear refusal or a correct result.
 
 Process faults run as real subprocesses (`python -m attnlab.cli`, `python -m
 attnlab.training.train`). Each refusal is exit code 2 with the named message
@@ -17,7 +17,6 @@ import shutil
 import signal
 import stat
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -30,7 +29,8 @@ from attnlab.core.errors import ConfigError
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
-from workspace import make_workspace, snakemake
+from processes import attnlab, refused, run, snakemake, start, trainer_args, wait_for
+from workspace import make_workspace
 
 CELL = ("softmax", 3e-3, 0)
 
@@ -91,36 +91,18 @@ def write_config(path: Path, cfg: dict | str) -> Path:
     return path
 
 
-def run(args: list, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    full_env = dict(os.environ, PYTHONUNBUFFERED="1")
-    full_env.update(env or {})
-    return subprocess.run([sys.executable, *map(str, args)], cwd=cwd, env=full_env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
-def attnlab(*args, cwd: Path, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:
-    return run(["-m", "attnlab.cli", *args], cwd, env, timeout)
-
-
 def train_args(config: Path, out, corpus: Path, cache: Path, variant="softmax", lr="0.003", seed="0", *extra):
     return ["train", "--config", config, "--variant", variant, "--lr", lr, "--seed", seed, "--out", out,
             "--corpus", corpus, "--compile-cache", cache, *extra]
 
 
-def refused(result: subprocess.CompletedProcess, *named: str) -> None:
-    assert result.returncode == 2, f"rc {result.returncode}\n{result.stdout[-2000:]}\n{result.stderr[-3000:]}"
-    assert "Traceback" not in result.stderr, result.stderr[-3000:]
-    for text in named:
-        assert text in result.stderr, f"{text!r} not in: {result.stderr[-2000:]}"
-
-
 # ---- fixtures
 
 
-@pytest.fixture(scope="module")
-def cache(tmp_path_factory) -> Path:
-    """One JAX compilation cache for this module's runs (outside every snapshot)."""
-    return tmp_path_factory.mktemp("jax-cache")
+@pytest.fixture(scope="session")
+def cache() -> Path:
+    """The test run's one XLA compilation cache (conftest), passed as --compile-cache; outside every snapshot."""
+    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
 
 
 @pytest.fixture(scope="module")
@@ -265,27 +247,17 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
     shutil.copytree(trained["out"], out)  # an earlier bundle of this cell: replaced at the end
 
     def trainer(fingerprint):
-        return [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg),
-                "--variant", "softmax", "--lr", "0.003", "--seed", "0", "--corpus", str(corpus_path),
-                "--out", str(out), "--code-fingerprint", fingerprint, "--checkpoint-dir", str(ckpt),
-                "--compile-cache", str(cache)]
+        return trainer_args(cfg, out, corpus_path, "softmax", "0.003", 0, ckpt, fingerprint, "--compile-cache", cache)
 
     orbax = cell_dir(ckpt, *CELL) / "orbax"
-    log = open(ws / "train.log", "w")
-    first = subprocess.Popen(trainer("old-code"), cwd=ws, stdout=log, stderr=subprocess.STDOUT)
-    deadline = time.monotonic() + 300
-    while first.poll() is None and time.monotonic() < deadline:
-        if orbax.is_dir() and any(p.name.isdigit() for p in orbax.iterdir()):
-            break
-        time.sleep(0.01)
-    assert first.poll() is None, "the first run ended before its first checkpoint: " + \
-        (ws / "train.log").read_text()[-3000:]
+    first = start(trainer("old-code"), cwd=ws, log=ws / "train.log")
+    committed = wait_for(lambda: orbax.is_dir() and any(p.name.isdigit() for p in orbax.iterdir()), first)
     first.send_signal(signal.SIGKILL)
     first.wait()
-    log.close()
+    assert committed, "the first run ended before its first checkpoint: " + (ws / "train.log").read_text()[-3000:]
     assert read_bundle(out)["steps_done"] == 20, "a killed run touched the earlier bundle"
     assert any(p.name.isdigit() for p in orbax.iterdir())
-    result = subprocess.run(trainer("new-code"), cwd=ws, capture_output=True, text=True, timeout=600)
+    result = run(trainer("new-code"), cwd=ws)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ignoring the checkpoint" in result.stdout and "other code" in result.stdout
     assert "resuming" not in result.stdout
@@ -456,9 +428,7 @@ def test_seeds_outside_range_on_the_command_line_are_refused(ws, corpus_copy, ca
 
 def test_the_trainer_module_refuses_a_negative_seed(ws, corpus_copy, tiny_cfg):
     before = tree(ws)
-    result = run(["-m", "attnlab.training.train", "--cell-config", json.dumps(tiny_cfg), "--variant", "softmax",
-                  "--lr", "0.003", "--seed", "-1", "--corpus", corpus_copy, "--out", ws / "out",
-                  "--code-fingerprint", "x"], ws)
+    result = run(trainer_args(tiny_cfg, ws / "out", corpus_copy, "softmax", "0.003", -1), ws)
     refused(result, "--seed")
     assert tree(ws) == before
 
@@ -510,30 +480,21 @@ def test_the_trainer_exits_when_the_process_it_watches_dies(tmp_path, tiny_cfg, 
     parent = subprocess.Popen(["sleep", "600"])
     log = tmp_path / "train.log"
     out = tmp_path / "out"
-    with open(log, "w") as handle:
-        trainer = subprocess.Popen(
-            [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg), "--variant",
-             "softmax", "--lr", "0.003", "--seed", "0", "--corpus", str(corpus_copy), "--out", str(out),
-             "--code-fingerprint", "x", "--compile-cache", str(cache), "--watch-pid", str(parent.pid)],
-            cwd=tmp_path, stdout=handle, stderr=subprocess.STDOUT, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    trainer = start(trainer_args(cfg, out, corpus_copy, "softmax", "0.003", 0, None, "x", "--compile-cache", cache,
+                                 "--watch-pid", parent.pid), cwd=tmp_path, log=log)
     try:
-        deadline = time.monotonic() + 300
-        while "step 0/" not in log.read_text() and trainer.poll() is None and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert trainer.poll() is None, log.read_text()[-3000:]
-        time.sleep(1.0)  # well inside a training chunk
+        # step 0's line is printed just before the first chunk of 2,000 steps starts
+        assert wait_for(lambda: "step 0/" in log.read_text(), trainer), log.read_text()[-3000:]
         parent.kill()
         parent.wait()  # reaped: the pid is gone, as Snakemake's is after a SIGKILL
         killed = time.monotonic()
         trainer.wait(timeout=30)
         took = time.monotonic() - killed
     finally:
-        if trainer.poll() is None:
-            trainer.kill()
-            trainer.wait()
-        if parent.poll() is None:
-            parent.kill()
-            parent.wait()
+        for proc in (trainer, parent):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     text = log.read_text()
     assert took < 5, f"the trainer outlived its parent by {took:.1f} s"
     assert trainer.returncode != 0

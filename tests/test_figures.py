@@ -262,7 +262,6 @@ def tiny_tables(tmp_path_factory):
 @pytest.mark.parametrize("name", FIGURE_MODULES)
 def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
     module = importlib.import_module(f"attnlab.pipeline.figures.{name}")
-    assert module.__doc__ and callable(module.draw) and callable(module.main)
     tables = tiny_tables / "tables"
     suffix = ".gif" if name in ("reading", "score_orbit") else ".png"
     out = tiny_tables / "figures" / f"{name}{suffix}"
@@ -281,6 +280,9 @@ def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
             assert image.size[0] > 50 and image.size[1] > 50
             if path.suffix == ".gif":
                 assert image.n_frames >= 2
+                image.seek(image.n_frames - 1)
+            colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
+            assert colours and len(colours) > 16, f"{path.name} is (nearly) blank: {len(colours or [])} colours"
     assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "a temp file was left behind"
 
 

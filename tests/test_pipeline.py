@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -13,7 +10,8 @@ import pytest
 
 import yaml
 
-from workspace import edited, make_workspace, plan, planned_cells, snakemake
+from processes import attnlab, snakemake
+from workspace import edited, make_workspace, plan, planned_cells
 
 
 @pytest.fixture
@@ -208,9 +206,7 @@ def test_the_dry_run_bench_refuses_an_unbuilt_workspace(tmp_path, corpus_path):
 
 
 def run_cli(ws: Path, corpus_path: Path, *args: str):
-    env = dict(os.environ, ATTNLAB_CORPUS=str(corpus_path), PYTHONPATH=str(ws / "src"))
-    return subprocess.run([sys.executable, "-m", "attnlab.cli", *args], cwd=ws, env=env, capture_output=True,
-                          text=True, timeout=600)
+    return attnlab(*args, cwd=ws, env={"ATTNLAB_CORPUS": corpus_path, "PYTHONPATH": ws / "src"})
 
 
 def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):

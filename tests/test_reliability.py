@@ -1,50 +1,51 @@
-"""Fault matrix: kills, divergence, bad input, corrupt bundles, determinism — with real processes."""
+"""Fault matrix: kills, divergence, bad input, corrupt bundles, determinism.
+
+Process faults are real processes killed on the trainer's own events (a
+checkpoint committed, the staging folder of its bundle appearing), never on a
+timer; divergence runs in this process through `run_cell`, which is what the
+trainer's main calls.
+"""
 
 from __future__ import annotations
 
 import copy
 import json
-import os
 import signal
-import subprocess
-import sys
-import time
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 import yaml
 
-import numpy as np
-
 from attnlab.core.bundle_format import BundleError
-from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.core.config import ConfigError, cell_slice, load_config, validate_config
+from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
-from workspace import make_workspace, snakemake
+from processes import attnlab, refused, run, snakemake, start, trainer_args, wait_for
+from workspace import make_workspace
 
 CURVE_NUMBERS = ["step", "train_loss", "val_loss"]  # elapsed_s is wall clock, never reproducible
 METRICS = ["best_val_loss", "final_val_loss", "best_step", "diverged", "diverged_step", "steps_done", "n_params"]
 
 
-def train_cmd(cfg: dict, out: Path, corpus: Path, variant="softmax", lr=3e-3, seed=0, checkpoints=None,
-              code="test-code"):
-    cmd = [sys.executable, "-m", "attnlab.training.train", "--cell-config", json.dumps(cfg), "--variant", variant,
-           "--lr", str(lr), "--seed", str(seed), "--corpus", str(corpus), "--out", str(out),
-           "--code-fingerprint", code]
-    if checkpoints is not None:
-        cmd += ["--checkpoint-dir", str(checkpoints)]
-    return cmd
-
-
-def run_train(*args, **kwargs):
-    result = subprocess.run(train_cmd(*args, **kwargs), capture_output=True, text=True, timeout=600)
+def run_train(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003", seed=0, checkpoints=None,
+              code="test-code") -> dict:
+    result = run(trainer_args(cfg, out, corpus, variant, lr, seed, checkpoints, code))
     assert result.returncode == 0, result.stderr[-3000:]
-    return read_bundle(args[1])
+    return read_bundle(out)
 
 
-def long_cfg(tiny_cfg, steps=1500, every=20):
+def train_here(cfg: dict, out: Path, corpus: Path, variant="softmax", lr=3e-3) -> dict:
+    """The trainer's work in this process (what its main runs), for tests about numbers, not processes."""
+    from attnlab.training.train import run_cell
+
+    run_cell(cfg, variant, lr, 0, corpus, out, log=lambda *_: None)
+    return read_bundle(out)
+
+
+def long_cfg(tiny_cfg, steps=400, every=20):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["train"].update(steps=steps, eval_every=every * 5, checkpoint_every=every)
     return cfg
@@ -76,81 +77,77 @@ def checkpoint_steps(root: Path) -> list[int]:
     steps = []
     for orbax in root.glob("*/*/*/orbax"):  # <root>/<variant>/lr<lr>/seed<seed>/orbax/<step>
         try:
-            steps += [int(name) for name in os.listdir(orbax) if name.isdigit()]
+            steps += [int(path.name) for path in orbax.iterdir() if path.name.isdigit()]
         except FileNotFoundError:  # Orbax renames and deletes while we look
             pass
     return steps
 
 
-def wait_for(predicate, timeout=120.0, interval=0.01):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(interval)
-    return False
+def staging_folders(out: Path) -> list[Path]:
+    """The writer's staging folders for `out` (bundle_writer: .<name>.partial-* beside it)."""
+    return sorted(out.parent.glob(f".{out.name}.partial-*")) if out.parent.is_dir() else []
+
+
+def kill_on(event, args, out: Path) -> str:
+    """Start the trainer, SIGKILL it the moment `event()` holds; 'absent' or 'complete' for what is at out."""
+    proc = start(args)
+    try:
+        seen = wait_for(event, proc)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert seen, f"the trainer exited (rc {proc.returncode}) before the event it was to be killed on"
+    if not out.exists():
+        return "absent"
+    read_bundle(out)  # a bundle that is there is whole: every listed file matches its hash
+    return "complete"
 
 
 @pytest.mark.slow
-def test_sigkill_then_restart_resumes_to_identical_numbers(tiny_cfg, corpus_path, tmp_path):
+def test_kills_at_any_moment_leave_nothing_or_a_whole_bundle_and_the_cell_resumes_to_identical_numbers(
+        tiny_cfg, corpus_path, tmp_path):
+    """One cell killed at every stage of its life, each restart resuming, against an uninterrupted run.
+
+    Killed: at start-up (nothing written), once a checkpoint past the first is
+    committed (mid-training), and once its bundle's staging folder exists
+    (mid-write, before the rename). Each kill leaves no bundle at all, and the
+    run that finally completes has the uninterrupted run's numbers exactly.
+    """
     cfg = long_cfg(tiny_cfg)
     reference = run_train(cfg, tmp_path / "reference", corpus_path)
 
     out, ckpt = tmp_path / "killed", tmp_path / "ckpt"
-    proc = subprocess.Popen(train_cmd(cfg, out, corpus_path, checkpoints=ckpt),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    # kill once a checkpoint beyond the first has been committed, i.e. mid-run
-    assert wait_for(lambda: any(step >= 200 for step in checkpoint_steps(ckpt)))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
-    assert not out.exists(), "the run finished before it could be killed; lengthen it"
+    args = trainer_args(cfg, out, corpus_path, checkpoints=ckpt)
+    outcomes = [
+        kill_on(lambda: True, args, out),  # before JAX has even started
+        kill_on(lambda: any(step >= 40 for step in checkpoint_steps(ckpt)), args, out),
+    ]
+    assert max(checkpoint_steps(ckpt)) < cfg["train"]["steps"]
+    outcomes.append(kill_on(lambda: bool(staging_folders(out)), args, out))
+    assert outcomes == ["absent"] * 3, outcomes
+    assert staging_folders(out), "the mid-write kill left the staging folder it interrupted"
 
     resumed = run_train(cfg, out, corpus_path, checkpoints=ckpt)
-    assert resumed["resumed_from"] and resumed["resumed_from"][0] >= 200
+    assert resumed["resumed_from"] and min(resumed["resumed_from"]) >= 40
     same_numbers(reference, resumed, tmp_path / "reference", out)
     assert not ckpt.exists(), "checkpoints (and the folders the trainer made) must go once the bundle is whole"
 
 
 @pytest.mark.slow
 def test_a_checkpoint_from_another_config_is_not_resumed(tiny_cfg, corpus_path, tmp_path):
-    cfg = long_cfg(tiny_cfg)
+    cfg = long_cfg(tiny_cfg, steps=2000)
     out, ckpt = tmp_path / "cell", tmp_path / "ckpt"
-    proc = subprocess.Popen(train_cmd(cfg, out, corpus_path, checkpoints=ckpt),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    assert wait_for(lambda: bool(checkpoint_steps(ckpt)))
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    kill_on(lambda: bool(checkpoint_steps(ckpt)), trainer_args(cfg, out, corpus_path, checkpoints=ckpt), out)
     changed = copy.deepcopy(cfg)
-    changed["train"].update(steps=100, weight_decay=0.1)
-    result = subprocess.run(train_cmd(changed, out, corpus_path, checkpoints=ckpt),
-                            capture_output=True, text=True, timeout=600)
+    changed["train"].update(steps=40, weight_decay=0.1)
+    result = run(trainer_args(changed, out, corpus_path, checkpoints=ckpt))
     assert result.returncode == 0, result.stderr[-2000:]
     assert "another config or other code" in result.stdout
     bundle = read_bundle(out)
     assert bundle["resumed_from"] == [] and bundle["config"]["train"]["weight_decay"] == 0.1
-
-
-@pytest.mark.slow
-def test_kills_at_any_moment_never_leave_a_readable_partial_bundle(tiny_cfg, corpus_path, tmp_path):
-    cfg = long_cfg(tiny_cfg, steps=300)
-    outcomes = []
-    for i, delay in enumerate([0.5, 2.0, 3.5, 5.0, 6.5, 8.0, 12.0, 20.0, 40.0, 80.0]):
-        out = tmp_path / f"cell{i}"
-        proc = subprocess.Popen(train_cmd(cfg, out, corpus_path, checkpoints=tmp_path / f"ck{i}"),
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
-        if out.exists():
-            read_bundle(out)  # a bundle that is there is whole: every listed file matches its hash
-            outcomes.append("complete")
-        else:
-            outcomes.append("absent")
-        assert not any(p.name == "bundle.json" for p in tmp_path.glob(f".cell{i}*/*")) or not out.exists()
-        if outcomes[-1] == "complete":
-            break
-    # both outcomes must have been seen: a kill before the rename leaves nothing, one after leaves a whole bundle
-    assert outcomes[0] == "absent" and outcomes[-1] == "complete", outcomes
 
 
 @pytest.mark.slow
@@ -163,7 +160,7 @@ def test_same_cell_twice_gives_identical_numbers(tiny_cfg, corpus_path, tmp_path
 
 @pytest.mark.slow
 def test_nonfinite_loss_is_divergence(tiny_cfg, corpus_path, tmp_path):
-    bundle = run_train(tiny_cfg, tmp_path / "inf", corpus_path, variant="softmax", lr=1e4)
+    bundle = train_here(tiny_cfg, tmp_path / "inf", corpus_path, lr=1e4)
     assert bundle["diverged"] is True and np.isfinite(bundle["best_val_loss"])
 
 
@@ -172,7 +169,7 @@ def test_divergence_stops_the_cell_and_keeps_earlier_metrics(tiny_cfg, corpus_pa
     cfg = copy.deepcopy(tiny_cfg)
     cfg["train"]["diverge_loss"] = 3.3  # the loss starts above this: diverges on step 0's loss
     cfg["train"]["steps"] = 60
-    bundle = run_train(cfg, tmp_path / "div", corpus_path, lr=3e-3)
+    bundle = train_here(cfg, tmp_path / "div", corpus_path)
     assert bundle["diverged"] is True
     assert bundle["diverged_step"] == 0
     curve = read_curve(tmp_path / "div")
@@ -188,7 +185,7 @@ def test_divergence_mid_run_rolls_back_to_the_last_finite_stop(tiny_cfg, corpus_
 
     cfg = copy.deepcopy(tiny_cfg)
     cfg["train"].update(steps=60, eval_every=1, diverge_loss=6.0)  # at LR 0.3 the loss passes 6 after a few steps
-    bundle = run_train(cfg, tmp_path / "nan", corpus_path, variant="softmax", lr=0.3)
+    bundle = train_here(cfg, tmp_path / "nan", corpus_path, lr=0.3)
     assert bundle["diverged"] is True and bundle["diverged_step"] > 0
     curve = read_curve(tmp_path / "nan")
     last_stop = int(curve.step.max())
@@ -220,7 +217,7 @@ def config_with(smoke_config, path, value):
 DELETE = object()
 BAD_CONFIGS = [
     (("train", "stepz"), 5, "stepz"),
-    (("variants",), ["softmax", "cosine"], "cosine"),
+    (("variants",), ["softmax", "cosine"], "cosine"),  # the message also lists the valid ones (below)
     (("contest", "lr", "softmax"), -1.0, "contest.lr.softmax"),
     (("contest", "lr", "softmax"), "3e-4", "decimal point"),
     (("sweep", "lrs"), [0.0], "sweep.lrs.0"),
@@ -239,6 +236,7 @@ def test_bad_config_is_refused_with_the_key_named(smoke_config, path, value, nam
 
 
 def test_unknown_variant_error_lists_valid_ones(smoke_config):
+    """The config's refusal; the registry's own (score_class) and the CLI's are tested beside their code."""
     with pytest.raises(ConfigError, match="softmax, yat, yat_b, a3"):
         validate_config(config_with(smoke_config, ("variants",), ["cosine"]))
 
@@ -261,22 +259,11 @@ def test_snakemake_refuses_a_bad_config_before_any_job(tmp_path, smoke_config, c
     assert not (ws / "results").exists()
 
 
-def test_block_larger_than_validation_split_fails_before_training(tiny_cfg, small_corpus, tmp_path):
-    path, digest = small_corpus
-    cfg = copy.deepcopy(tiny_cfg)
-    cfg["data"]["sha256"] = digest
-    cfg["model"]["block_size"] = 100_000
-    result = subprocess.run(train_cmd(cfg, tmp_path / "x", path), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2
-    assert "block_size" in result.stderr and "Traceback" not in result.stderr
-    assert not (tmp_path / "x").exists()
-
-
 def test_wrong_corpus_checksum_fails_before_training(tiny_cfg, small_corpus, tmp_path):
     path, _ = small_corpus
-    result = subprocess.run(train_cmd(tiny_cfg, tmp_path / "x", path), capture_output=True, text=True, timeout=300)
-    assert result.returncode == 2
-    assert "checksum mismatch" in result.stderr and str(path) in result.stderr
+    result = run(trainer_args(tiny_cfg, tmp_path / "x", path))
+    refused(result, "checksum mismatch", str(path))
+    assert not (tmp_path / "x").exists()
 
 
 # ---- bundles: collect never drops a cell silently
@@ -289,7 +276,7 @@ def two_bundles(tmp_path_factory, corpus_path):
     cfg["train"]["steps"] = 20
     root = tmp_path_factory.mktemp("bundles")
     for variant in ("softmax", "yat"):
-        run_train(cfg, root / variant, corpus_path, variant=variant)
+        train_here(cfg, root / variant, corpus_path, variant=variant)
     return root
 
 
@@ -323,11 +310,9 @@ def test_collect_stops_on_a_missing_or_corrupt_bundle_naming_the_file(two_bundle
 def test_collect_cli_reports_the_path_without_a_traceback(two_bundles, tmp_path):
     root = copy_bundles(two_bundles, tmp_path / "b")
     (root / "yat" / "attention.npz").write_bytes(b"garbage")
-    result = subprocess.run([sys.executable, "-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(GRID),
-                             "--out", str(tmp_path / "t"), str(root / "softmax"), str(root / "yat")],
-                            capture_output=True, text=True, env=dict(os.environ))
-    assert result.returncode == 2
-    assert "attention.npz" in result.stderr and "Traceback" not in result.stderr
+    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(GRID), "--out", tmp_path / "t",
+                  root / "softmax", root / "yat"])
+    refused(result, "attention.npz")
 
 
 @pytest.mark.parametrize("args,named", [
@@ -336,11 +321,7 @@ def test_collect_cli_reports_the_path_without_a_traceback(two_bundles, tmp_path)
     (["--variant", "yat", "--lr", "nan"], "positive"),
 ])
 def test_cli_refuses_bad_cells_before_touching_the_corpus(tmp_path, args, named):
-    env = {k: v for k, v in os.environ.items() if k != "ATTNLAB_CORPUS"}
-    result = subprocess.run([sys.executable, "-m", "attnlab.cli", "train", "--config",
-                             str(REPO / "config" / "smoke.yaml"), "--seed", "0", "--out", str(tmp_path / "x"),
-                             "--corpus", str(tmp_path / "corpus.txt"), *args],
-                            capture_output=True, text=True, env=env, timeout=120)
-    assert result.returncode == 2
-    assert named in result.stderr and "Traceback" not in result.stderr
+    result = attnlab("train", "--config", REPO / "config" / "smoke.yaml", "--seed", "0", "--out", tmp_path / "x",
+                     "--corpus", tmp_path / "corpus.txt", *args, env={"ATTNLAB_CORPUS": "<unset>"}, timeout=120)
+    refused(result, named)
     assert not (tmp_path / "corpus.txt").exists()

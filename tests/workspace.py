@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from conftest import REPO
+from processes import snakemake
 
 COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml", "constraints.txt")
 
@@ -23,15 +21,6 @@ def make_workspace(dest: Path) -> Path:
         elif source.exists():
             shutil.copy2(source, dest / name)
     return dest
-
-
-def snakemake(workspace: Path, *args: str, corpus: Path | None = None, timeout: int = 1800):
-    env = dict(os.environ)
-    if corpus is not None:
-        env["ATTNLAB_CORPUS"] = str(corpus)
-    env["PYTHONPATH"] = str(workspace / "src")
-    cmd = [sys.executable, "-m", "snakemake", *args]
-    return subprocess.run(cmd, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | None = None) -> dict[str, set[str]]:
