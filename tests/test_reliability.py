@@ -217,7 +217,6 @@ def config_with(smoke_config, path, value):
 DELETE = object()
 BAD_CONFIGS = [
     (("train", "stepz"), 5, "stepz"),
-    (("variants",), ["softmax", "cosine"], "cosine"),  # the message also lists the valid ones (below)
     (("contest", "lr", "softmax"), -1.0, "contest.lr.softmax"),
     (("contest", "lr", "softmax"), "3e-4", "decimal point"),
     (("sweep", "lrs"), [0.0], "sweep.lrs.0"),
@@ -235,10 +234,11 @@ def test_bad_config_is_refused_with_the_key_named(smoke_config, path, value, nam
     assert named in str(err.value)
 
 
-def test_unknown_variant_error_lists_valid_ones(smoke_config):
+def test_unknown_variant_is_named_and_the_valid_ones_listed(smoke_config):
     """The config's refusal; the registry's own (score_class) and the CLI's are tested beside their code."""
-    with pytest.raises(ConfigError, match="softmax, yat, yat_b, a3"):
-        validate_config(config_with(smoke_config, ("variants",), ["cosine"]))
+    with pytest.raises(ConfigError) as err:
+        validate_config(config_with(smoke_config, ("variants",), ["softmax", "cosine"]))
+    assert "'cosine'" in str(err.value) and "softmax, yat, yat_b, a3" in str(err.value)
 
 
 def test_yaml_is_read_safely(tmp_path):
