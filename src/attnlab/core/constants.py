@@ -1,4 +1,4 @@
-"""Numbers the variants' definitions fix, stated once (design.md and the seed script give them)."""
+"""Numbers the variants' definitions and the seed script fix, stated once."""
 
 from __future__ import annotations
 

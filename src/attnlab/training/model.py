@@ -11,7 +11,7 @@ Exactly as the seed script builds it:
 Keys and values may have fewer heads than queries (ModelConfig.kv_heads:
 grouped-query attention, 1 = multi-query): query head h uses key/value head
 h // (heads / kv_heads). With kv_heads == heads (the default) the projections
-are today's single fused qkv Linear, so parameters and their initial values do
+are one fused qkv Linear (the seed's multi-head layout), so parameters and their initial values do
 not change; otherwise queries get a d x d Linear and keys and values one
 d x (2 kv_heads d_head) Linear. Attention is computed densely (the T x T
 weights, which the telemetry probe reads) or, with attention_impl
@@ -65,7 +65,7 @@ class Attention(nnx.Module):
             raise ValueError("the blockwise path draws its dropout masks per key block: it needs dropout_masks "
                              "'bits16'")
         if kv_heads == cfg.heads:
-            self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)  # today's layout and init, exactly
+            self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)  # the seed's layout and init, exactly
         else:
             self.q = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
             self.kv = nnx.Linear(cfg.d_model, 2 * kv_heads * cfg.d_head, rngs=rngs)

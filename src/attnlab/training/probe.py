@@ -1,7 +1,7 @@
 """The telemetry probe: what a trained model's attention looks like on held-out batches (under jit).
 
 Its arrays are summarised for bundle.json by attnlab.core.telemetry_stats
-(definitions in design.md).
+(the definitions, thresholds included, are stated there).
 """
 
 from __future__ import annotations
