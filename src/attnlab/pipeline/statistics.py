@@ -1,0 +1,267 @@
+"""Every comparison between variants, paired by seed: differences, 95% t-intervals, wins, ratios and verdicts.
+
+Every variant of a seed trains on the same batches, in the same order, from the
+same skeleton initialisation, so two variants are compared seed by seed: the
+per-seed differences, their mean, a t-interval of that mean (scipy.stats' t
+distribution) and how many seeds the first variant wins. A ratio (a score
+scale, one variant's loss over another's) goes through the mean of the
+per-seed log-ratios and is reported back as a ratio. One seed gives a value
+and no interval.
+
+A claim is checked by where the interval lies against what the claim says:
+inside it, the claim holds; outside it, the claim is contradicted; across its
+edge, the result is inconclusive, and the observed spread says about how many
+seeds would settle it. This module is the only place an interval is computed:
+the tables, the claims ledger, the figures and the writeup all call it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+ONE_SEED = "one seed: no interval"
+NO_SEED = "no seed to compare"
+MAX_SEEDS = 1000  # beyond this many seeds, "more than" is all that is said
+
+# The verdicts of the claims ledger.
+HOLDS = "holds"
+CONTRADICTED = "contradicted"
+INCONCLUSIVE = "inconclusive"
+NOT_TESTABLE = "not testable"  # always followed by "at <protocol>"
+BY_CONSTRUCTION = "by construction"
+VERDICTS = (HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, BY_CONSTRUCTION)
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """A mean over seeds with its t-interval.
+
+    `values` are the per-seed numbers on the reported scale (differences, or
+    ratios when `ratio`); `center` and `spread` are the mean and the sample
+    standard deviation (ddof 1) on the working scale (the log of a ratio).
+    `low` and `high` are NaN below two seeds. `wins` (paired estimates only)
+    counts the seeds where the first variant's value is below the second's.
+    """
+
+    mean: float
+    low: float
+    high: float
+    n: int
+    seeds: tuple
+    values: tuple
+    center: float
+    spread: float
+    ratio: bool = False
+    wins: int | None = None
+
+    @property
+    def has_interval(self) -> bool:
+        return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
+
+    @property
+    def reason(self) -> str:
+        """Why there is no interval ('' when there is one)."""
+        if self.has_interval:
+            return ""
+        return ONE_SEED if self.n == 1 else NO_SEED
+
+    @property
+    def wins_text(self) -> str:
+        return f"{self.wins}/{self.n}" if self.wins is not None and self.n else "–"
+
+    def working(self, value: float) -> float:
+        """A threshold on the reported scale, on the scale the interval is computed on."""
+        return math.log(value) if self.ratio else float(value)
+
+
+def mean_interval(values: Iterable[float], seeds: Iterable | None = None, ratio: bool = False) -> Estimate:
+    """The mean of one quantity over seeds (of a ratio: the geometric mean) with its t-interval."""
+    values = [float(v) for v in values]
+    seeds = tuple(seeds) if seeds is not None else tuple(range(len(values)))
+    working = np.log(values) if ratio else np.asarray(values, dtype=float)
+    return _estimate(working, seeds, ratio, wins=None)
+
+
+def paired(first: Mapping, second: Mapping, ratio: bool = False) -> Estimate:
+    """first − second (or first / second, through the mean log-ratio) over the seeds both have.
+
+    `first` and `second` map seed -> value. Wins: the seeds where first < second
+    (for a loss, the seeds the first variant wins).
+    """
+    shared = sorted(set(first) & set(second))
+    a = np.array([float(first[s]) for s in shared])
+    b = np.array([float(second[s]) for s in shared])
+    working = np.log(a) - np.log(b) if ratio else a - b
+    return _estimate(working, tuple(shared), ratio, wins=int((a < b).sum()))
+
+
+def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) -> Estimate:
+    working = np.asarray(working, dtype=float)
+    n = len(working)
+    if n == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, (), (), math.nan, math.nan, ratio, wins)
+    center = float(working.mean())
+    spread = float(working.std(ddof=1)) if n >= 2 else math.nan
+    low, high = interval(center, spread, n)
+    back = np.exp if ratio else (lambda x: x)
+    values = tuple(float(v) for v in back(working))
+    return Estimate(float(back(center)), float(back(low)), float(back(high)), n, seeds, values, center, spread,
+                    ratio, wins)
+
+
+def interval(center: float, spread: float, n: int) -> tuple[float, float]:
+    """The t-interval of a mean of n values with sample standard deviation `spread` (NaN below two)."""
+    if n < 2 or not math.isfinite(spread):
+        return math.nan, math.nan
+    if spread == 0:
+        return center, center
+    low, high = stats.t.interval(CONFIDENCE, n - 1, loc=center, scale=spread / math.sqrt(n))
+    return float(low), float(high)
+
+
+def seeds_to_resolve(estimate: Estimate, *thresholds: float) -> float | None:
+    """About how many seeds would put the interval clear of the nearest threshold at the observed spread.
+
+    The smallest n whose t-interval half-width, at this spread, is below the
+    distance from the mean to the nearest threshold; math.inf when the mean
+    sits on a threshold, None when there is no spread to go by (fewer than two
+    seeds) or more than MAX_SEEDS would be needed.
+    """
+    if estimate.n < 2 or not math.isfinite(estimate.spread):
+        return None
+    gap = min(abs(estimate.center - estimate.working(t)) for t in thresholds)
+    if gap == 0:
+        return math.inf
+    if estimate.spread == 0:
+        return estimate.n
+    n = np.arange(2, MAX_SEEDS + 1)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * estimate.spread / np.sqrt(n)
+    enough = np.flatnonzero(half < gap)
+    return int(n[enough[0]]) if enough.size else None
+
+
+# ---- verdicts
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """A verdict word, why there is no interval ('' when there is one), what would resolve it, and for one
+    seed which side of the claim that seed falls on (`side`)."""
+
+    word: str
+    reason: str = ""
+    seeds_to_resolve: float | None = None
+    side: str = ""
+
+    @property
+    def resolution(self) -> str:
+        """What would resolve an inconclusive verdict: 'about 7 seeds would resolve it at the observed spread'."""
+        if self.word != INCONCLUSIVE:
+            return ""
+        if self.reason == ONE_SEED:
+            return "; ".join(filter(None, [self.side, "two or more seeds would give an interval"]))
+        return resolve_text(self.seeds_to_resolve, self.reason)
+
+
+def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
+    """A claim that the quantity lies above (or below) `threshold`.
+
+    Holds when the whole interval is on the claim's side, contradicted when the
+    whole interval is on the other side; with one seed there is no interval and
+    the result is inconclusive whichever side that seed falls on.
+    """
+    if estimate.n == 0:
+        return Verdict(INCONCLUSIVE, NO_SEED)
+    if not estimate.has_interval:
+        side = "on" if (estimate.mean > threshold) == above else "against"
+        return Verdict(INCONCLUSIVE, estimate.reason, side=f"the one seed falls {side} the claim's side")
+    if (estimate.low > threshold) if above else (estimate.high < threshold):
+        return Verdict(HOLDS)
+    if (estimate.high < threshold) if above else (estimate.low > threshold):
+        return Verdict(CONTRADICTED)
+    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate, threshold))
+
+
+def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
+    """A claim that the quantity lies within [low, high]: the interval inside it holds, clear of it contradicts."""
+    if estimate.n == 0:
+        return Verdict(INCONCLUSIVE, NO_SEED)
+    if not estimate.has_interval:
+        side = "inside" if low <= estimate.mean <= high else "outside"
+        return Verdict(INCONCLUSIVE, estimate.reason, side=f"the one seed falls {side} the claimed range")
+    if low <= estimate.low and estimate.high <= high:
+        return Verdict(HOLDS)
+    if estimate.high < low or estimate.low > high:
+        return Verdict(CONTRADICTED)
+    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate, low, high))
+
+
+def every(*verdicts: Verdict) -> Verdict:
+    """A claim made of parts that must all hold: contradicted if one part is, holds if all do."""
+    if any(v.word == CONTRADICTED for v in verdicts):
+        return Verdict(CONTRADICTED)
+    if all(v.word == HOLDS for v in verdicts):
+        return Verdict(HOLDS)
+    open_parts = [v for v in verdicts if v.word != HOLDS]
+    reason = "; ".join(dict.fromkeys(v.reason for v in open_parts if v.reason))
+    side = "; ".join(dict.fromkeys(v.side for v in open_parts if v.side))
+    needed = [v.seeds_to_resolve for v in open_parts]
+    return Verdict(INCONCLUSIVE, reason, None if any(n is None for n in needed) else max(needed), side)
+
+
+def not_testable(protocol: str) -> str:
+    return f"{NOT_TESTABLE} at {protocol}"
+
+
+def verdict_word(verdict: str) -> str:
+    """The verdict without its protocol: 'not testable at smoke' -> 'not testable'."""
+    text = str(verdict)
+    return next((word for word in VERDICTS if text.startswith(word)), text)
+
+
+# ---- text
+
+
+def interval_text(estimate: Estimate, fmt=None) -> str:
+    """'95% CI [a, b]' in `fmt` (a callable of one number), or why there is none."""
+    if not estimate.has_interval:
+        return estimate.reason
+    fmt = fmt or number_text(estimate)
+    return f"{CONFIDENCE:.0%} CI [{fmt(estimate.low)}, {fmt(estimate.high)}]"
+
+
+def describe(estimate: Estimate, fmt=None, unit: str = "", wins: bool = True) -> str:
+    """'−0.0330 nats, 95% CI [−0.041, −0.025], 3 seeds, wins 3/3', or '+0.0120 nats (one seed: no interval)'."""
+    if estimate.n == 0:
+        return NO_SEED
+    fmt = fmt or number_text(estimate)
+    text = f"{fmt(estimate.mean)}{' ' + unit if unit else ''}"
+    if not estimate.has_interval:
+        return f"{text} ({estimate.reason})"
+    text += f", {interval_text(estimate, fmt)}, {estimate.n} seeds"
+    if wins and estimate.wins is not None:
+        text += f", wins {estimate.wins_text}"
+    return text
+
+
+def number_text(estimate: Estimate):
+    """How the numbers of an estimate are written: a ratio as '5.67×', a difference signed to 4 decimals."""
+    if estimate.ratio:
+        return lambda x: f"{x:,.3g}×"
+    return lambda x: f"{x:+.4f}"
+
+
+def resolve_text(needed: float | None, reason: str = "") -> str:
+    if reason:
+        return reason
+    if needed is None:
+        return f"more than {MAX_SEEDS:,} seeds would be needed at the observed spread"
+    if math.isinf(needed):
+        return "the mean sits on the threshold: no number of seeds would resolve it"
+    return f"about {int(needed)} seeds would resolve it at the observed spread"
