@@ -40,7 +40,7 @@ except ConfigError as err:
 
 TABLE_NAMES = [
     "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init", "a3_vs_softmax_entropy",
-    "normswap", "a3_vs_temperature",
+    "normswap", "a3_vs_temperature", "best_lr",
 ]
 TABLES = [str(paths.RUNS_TABLE)] + [str(paths.table(name, ext)) for name in TABLE_NAMES for ext in ("csv", "md", "tex")]
 
@@ -106,7 +106,9 @@ def grid_json(wildcards=None):
 
 
 def sweep_cells(wildcards):
-    return [cell_bundle(wildcards.variant, lr, config["sweep"]["seed"]) for lr in config["sweep"]["lrs"]]
+    """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""
+    seeds = attnlab_grid.sweep_seeds(config)
+    return [cell_bundle(wildcards.variant, lr, seed) for lr in config["sweep"]["lrs"] for seed in seeds]
 
 
 def cell_config_json(wildcards=None):

@@ -71,14 +71,27 @@ def validate_config(raw: dict, source: str = "config") -> dict:
     cfg = copy.deepcopy(raw)
     _refuse_moved_keys(cfg, source)
     _refuse_non_finite(cfg, source)
+    seed_given = isinstance(cfg.get("sweep"), dict) and "seed" in cfg["sweep"]
     fill_defaults(cfg, schema())
     validator = _Validator(schema())
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors))
+    _resolve_sweep_seeds(cfg["sweep"], seed_given, source)
     check_semantics(cfg, source)
     check_bounds(cfg, source)
     return cfg
+
+
+def _resolve_sweep_seeds(sweep: dict, seed_given: bool, source: str) -> None:
+    """sweep.seeds null means [sweep.seed]; a list without sweep.seed makes its first seed sweep.seed."""
+    if sweep.get("seeds") is None:
+        sweep["seeds"] = [sweep["seed"]]
+    elif not seed_given:
+        sweep["seed"] = sweep["seeds"][0]
+    elif sweep["seed"] not in sweep["seeds"]:
+        raise ConfigError(f"{source}: sweep.seed: {sweep['seed']} is not one of sweep.seeds {sweep['seeds']}; "
+                          "drop sweep.seed (the first of sweep.seeds stands for it) or add it to sweep.seeds")
 
 
 def fill_defaults(node: dict, node_schema: dict) -> None:

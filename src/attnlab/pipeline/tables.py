@@ -22,10 +22,30 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import BundleError, format_lr
+from attnlab.pipeline import statistics
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle
 from attnlab.core.io import atomic_write_json, atomic_write_text
 
 SCALAR_TYPES = (int, float, bool, str, type(None))
+BASELINE = "softmax"  # every paired comparison of the contest is against it
+
+# contest, one row per variant at its contest LR (lr_choice: "auto" when the sweep chose it, else "given"):
+#   best_val_mean, best_val_std: over the variant's contest seeds (std with ddof 0, as the posts report it);
+#   delta_vs_softmax: mean over the seeds both have of (variant - softmax) best validation loss, in nats,
+#     each at its own contest LR (0 for softmax); delta_ci_low, delta_ci_high: its 95% t-interval
+#     (attnlab.pipeline.statistics; NaN with one shared seed); wins: seeds where the variant is below softmax,
+#     "k/n"; n_paired: n;
+#   gap_vs_softmax, gap_ci_low, gap_ci_high: variant / softmax - 1 through the mean per-seed log-ratio.
+PAIRED_COLUMNS = ["delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins", "n_paired", "gap_vs_softmax",
+                  "gap_ci_low", "gap_ci_high"]
+CONTEST_COLUMNS = ["variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "bpc_mean",
+                   "n_diverged", "n_params", "seeds"] + PAIRED_COLUMNS
+# best_lr, one row per variant: the variant at its best sweep LR (lowest mean best validation loss over the
+# sweep seeds, no seed diverged) against softmax at its own best sweep LR, paired over the sweep seeds, beside
+# the same comparison in the contest (contest_*). interval_note says why a row has no interval.
+BEST_LR_COLUMNS = (["variant", "best_lr", "n_sweep_seeds", "best_val_mean"] + PAIRED_COLUMNS + ["interval_note"]
+                   + ["contest_lr", "contest_lr_choice", "contest_delta_vs_softmax", "contest_delta_ci_low",
+                      "contest_delta_ci_high", "contest_gap_vs_softmax"])
 
 # score_scale, one row per contest cell and layer:
 #   mean_max_score: that layer's max score per held-out batch, averaged over the batches;
@@ -92,7 +112,7 @@ def _check_cells(bundles: list[dict]) -> None:
 
 def _check_in_grid(bundles: list[dict], grid: dict) -> None:
     """Only the grid's cells (the sweep and the contest) are collected."""
-    cells = {(v, float(lr), int(grid["sweep_seed"])) for v in grid["variants"] for lr in grid["sweep_lrs"]}
+    cells = {(v, float(lr), int(s)) for v in grid["variants"] for lr in grid["sweep_lrs"] for s in _sweep_seeds(grid)}
     cells |= {(v, float(lr), int(s)) for v, lr in grid["contest_lr"].items() for s in grid["contest_seeds"]}
     for b in bundles:
         if (b["variant"], float(b["lr"]), int(b["seed"])) not in cells:
@@ -223,8 +243,10 @@ def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
 
 
 def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
-    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char."""
+    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char, and the
+    paired comparison with softmax over the seeds both have (see CONTEST_COLUMNS)."""
     rows = []
+    base = losses_by_seed(contest_cells(runs, grid, BASELINE)) if not runs.empty else {}
     for variant in grid["variants"]:
         lr = grid["contest_lr"].get(variant)
         cells = contest_cells(runs, grid, variant)
@@ -234,6 +256,7 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
         rows.append({
             "variant": variant,
             "lr": format_lr(lr),
+            "lr_choice": "auto" if variant in grid.get("auto", ()) else "given",
             "n_seeds": len(cells),
             "best_val_mean": best.mean(),
             "best_val_std": best.std(ddof=0),
@@ -241,37 +264,149 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
             "n_diverged": int(cells.diverged.sum()),
             "n_params": int(cells.n_params.iloc[0]),
             "seeds": " ".join(str(s) for s in sorted(cells.seed)),
+            **paired_columns(losses_by_seed(cells), base),
         })
-    return pd.DataFrame(rows)
+    return pd.DataFrame(rows, columns=CONTEST_COLUMNS)
+
+
+def losses_by_seed(cells: pd.DataFrame) -> dict[int, float]:
+    """seed -> best validation loss of one variant's cells at one LR."""
+    return {int(s): float(v) for s, v in zip(cells.seed, cells.best_val_loss)}
+
+
+def paired_columns(losses: dict[int, float], base: dict[int, float]) -> dict:
+    """The PAIRED_COLUMNS of one variant against the baseline, over the seeds both have."""
+    delta = statistics.paired(losses, base)
+    gap = statistics.paired(losses, base, ratio=True)
+    return {"delta_vs_softmax": delta.mean, "delta_ci_low": delta.low, "delta_ci_high": delta.high,
+            "wins": delta.wins_text, "n_paired": delta.n, "gap_vs_softmax": gap.mean - 1,
+            "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1}
+
+
+def best_lr_table(runs: pd.DataFrame, grid: dict, contest: pd.DataFrame) -> pd.DataFrame:
+    """Each variant at its best sweep LR against softmax at its own, beside the contest (see BEST_LR_COLUMNS)."""
+    sweep = sweep_table(runs, grid) if not runs.empty else pd.DataFrame()
+    if sweep.empty:
+        return pd.DataFrame(columns=BEST_LR_COLUMNS)
+    best = {}
+    for variant in grid["variants"]:
+        cells = sweep[sweep.variant == variant]
+        choice = best_sweep_lr(cells) if len(cells) else None
+        if choice is not None:
+            at_lr = cells[np.isclose(cells.lr.astype(float), choice["lr"])]
+            best[variant] = (choice["lr"], losses_by_seed(at_lr))
+    base = best.get(BASELINE, (None, {}))[1]
+    in_contest = contest.set_index("variant") if not contest.empty else pd.DataFrame()
+    rows = []
+    for variant, (lr, losses) in best.items():
+        paired = paired_columns(losses, base)
+        estimate = statistics.paired(losses, base)
+        row = {"variant": variant, "best_lr": lr, "n_sweep_seeds": len(losses),
+               "best_val_mean": float(np.mean(list(losses.values()))), **paired,
+               "interval_note": estimate.reason}
+        if variant in in_contest.index:
+            c = in_contest.loc[variant]
+            row.update({"contest_lr": float(c.lr), "contest_lr_choice": c.lr_choice,
+                        "contest_delta_vs_softmax": c.delta_vs_softmax, "contest_delta_ci_low": c.delta_ci_low,
+                        "contest_delta_ci_high": c.delta_ci_high, "contest_gap_vs_softmax": c.gap_vs_softmax})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=BEST_LR_COLUMNS)
+
+
+def best_sweep_lr(cells: pd.DataFrame) -> dict | None:
+    """The LR of one variant's sweep cells with the lowest mean best validation loss over its seeds, among
+    the LRs where no seed diverged; None when every LR had a divergence. Also each LR's mean (candidates)."""
+    lrs = cells.lr.astype(float)
+    means = cells.groupby(lrs).best_val_loss.mean()
+    failed = cells[["diverged", "best_val_loss"]].groupby(lrs).apply(
+        lambda c: bool(c.diverged.astype(bool).any() or not np.isfinite(c.best_val_loss.astype(float)).all()))
+    healthy = means[~failed.reindex(means.index).astype(bool)]
+    if healthy.empty:
+        return None
+    lr = float(healthy.idxmin())
+    return {"lr": lr, "best_val_loss": float(healthy[lr]), "candidates": {format_lr(k): float(v) for k, v in means.items()}}
+
+
+def _sweep_seeds(grid: dict) -> list[int]:
+    return [int(s) for s in grid.get("sweep_seeds") or [grid["sweep_seed"]]]
 
 
 def sweep_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
-    """Long form: variant, lr, best validation loss, diverged flag and step, at the sweep seed."""
-    cells = runs[runs.seed == grid["sweep_seed"]]
+    """Long form: variant, lr, seed, best validation loss, diverged flag and step, at the sweep seed(s)."""
+    cells = runs[runs.seed.isin(_sweep_seeds(grid))]
     cells = cells[cells.lr.apply(lambda lr: any(np.isclose(lr, grid["sweep_lrs"])))]
-    columns = ["variant", "lr", "best_val_loss", "final_val_loss", "diverged", "diverged_step"]
-    return cells[columns].sort_values(["variant", "lr"]).reset_index(drop=True)
+    columns = ["variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step"]
+    return cells[columns].sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
 
 
 def sweep_display(sweep: pd.DataFrame) -> pd.DataFrame:
-    """LR rows x variant columns; a diverged cell reads 'diverged @ step', not as a number."""
-    def cell(row):
-        if row.diverged:
-            return f"diverged @ {int(row.diverged_step)}"
-        return f"{row.best_val_loss:.4f}"
-    shown = sweep.assign(value=sweep.apply(cell, axis=1))
-    wide = shown.pivot(index="lr", columns="variant", values="value").sort_index()  # numeric LR order
+    """LR rows x variant columns, the mean over the sweep seeds; a cell with a diverged seed reads
+    'diverged @ step' (one seed) or 'diverged on k/n seeds', never as a number."""
+    def cell(group):
+        diverged = group[group.diverged.astype(bool)]
+        if len(diverged) and len(group) == 1:
+            step = diverged.diverged_step.iloc[0]
+            return f"diverged @ {int(step)}" if pd.notna(step) else "diverged"
+        if len(diverged):
+            return f"diverged on {len(diverged)}/{len(group)} seeds"
+        return f"{group.best_val_loss.astype(float).mean():.4f}"
+    values = (sweep.groupby(["lr", "variant"])[["diverged", "diverged_step", "best_val_loss"]].apply(cell)
+              .rename("value").reset_index())
+    wide = values.pivot(index="lr", columns="variant", values="value").sort_index()  # numeric LR order
     wide.index = wide.index.map(format_lr)
     return wide.reset_index()
 
 
+def best_lr_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Per variant: its best sweep LR and contest LR, and the paired difference with softmax at each."""
+    def at(mean, low, high, note=""):
+        estimate_text = f"{mean:+.4f}" if np.isfinite(mean) else "–"
+        if np.isfinite(low) and np.isfinite(high):
+            return f"{estimate_text} [{low:+.4f}, {high:+.4f}]"
+        return f"{estimate_text} ({note})" if note else estimate_text
+    level = f"{statistics.CONFIDENCE:.0%}"
+    return pd.DataFrame({
+        "variant": table.variant,
+        "best sweep LR": table.best_lr.map(format_lr),
+        "sweep seeds": table.n_sweep_seeds,
+        f"Δ vs {BASELINE} at best LRs [{level} CI]": [
+            "baseline" if r.variant == BASELINE else at(r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high,
+                                                         r.interval_note) for r in table.itertuples()],
+        "contest LR": [_lr_text(lr, choice) for lr, choice in zip(table.contest_lr, table.contest_lr_choice)],
+        f"Δ vs {BASELINE} in the contest [{level} CI]": [
+            "baseline" if r.variant == BASELINE else at(r.contest_delta_vs_softmax, r.contest_delta_ci_low,
+                                                         r.contest_delta_ci_high, statistics.ONE_SEED)
+            for r in table.itertuples()],
+    })
+
+
+def _lr_text(lr, choice) -> str:
+    """An LR as a table shows it, '0.01 (auto)' when the sweep chose it."""
+    if lr is None or (isinstance(lr, float) and not np.isfinite(lr)):
+        return "–"
+    return format_lr(float(lr)) + (" (auto)" if choice == "auto" else "")
+
+
 def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
+    level = f"{statistics.CONFIDENCE:.0%}"
+
+    def delta(r):
+        if r.variant == BASELINE:
+            return "baseline"
+        if not np.isfinite(r.delta_vs_softmax):
+            return "–"
+        if np.isfinite(r.delta_ci_low) and np.isfinite(r.delta_ci_high):
+            return f"{r.delta_vs_softmax:+.4f} [{r.delta_ci_low:+.4f}, {r.delta_ci_high:+.4f}]"
+        return f"{r.delta_vs_softmax:+.4f} ({statistics.ONE_SEED})"
+
     return pd.DataFrame({
         "variant": contest.variant,
-        "LR": contest.lr,
+        "LR": [_lr_text(lr, choice) for lr, choice in zip(contest.lr, contest.lr_choice)],
         "seeds": contest.n_seeds,
         "best-val (nats/char)": [f"{m:.4f} ± {s:.4f}" for m, s in zip(contest.best_val_mean, contest.best_val_std)],
         "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
+        f"Δ vs {BASELINE} (nats) [{level} CI]": [delta(r) for r in contest.itertuples()],
+        f"wins vs {BASELINE}": ["–" if v == BASELINE else w for v, w in zip(contest.variant, contest.wins)],
         "diverged": contest.n_diverged,
     })
 
@@ -582,14 +717,13 @@ def _human(value):
 
 
 def best_lr(bundle_dirs: list[Path]) -> dict:
-    """The sweep LR with the lowest best validation loss among cells that did not diverge."""
+    """The sweep LR with the lowest mean best validation loss over the sweep seeds, among the LRs where no
+    seed diverged (best_sweep_lr)."""
     runs, _ = load_runs(bundle_dirs)
-    healthy = runs[~runs.diverged.astype(bool)] if not runs.empty else runs
-    if healthy.empty:
-        raise BundleError("every sweep cell diverged; no learning rate to select (lower the sweep LRs)")
-    best = healthy.loc[healthy.best_val_loss.idxmin()]
-    return {"variant": best.variant, "lr": float(best.lr), "best_val_loss": float(best.best_val_loss),
-            "candidates": {format_lr(r.lr): r.best_val_loss for r in runs.itertuples()}}
+    choice = best_sweep_lr(runs) if not runs.empty else None
+    if choice is None:
+        raise BundleError("every sweep LR had a diverged cell; no learning rate to select (lower the sweep LRs)")
+    return {"variant": runs.variant.iloc[0], **choice}
 
 
 def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path, expected: dict | None = None) -> dict[str, pd.DataFrame]:
@@ -605,13 +739,15 @@ def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path, expected: dict |
     params = params_table(runs, grid["variants"])
     write_table(contest, out_dir / "contest", contest_display(contest))
     write_table(sweep, out_dir / "lr_sweep", sweep_display(sweep))
+    best = best_lr_table(runs, grid, contest)
+    write_table(best, out_dir / "best_lr", best_lr_display(best))
     write_table(params, out_dir / "params")
     normswap = normswap_table(runs, grid)
     write_table(normswap, out_dir / "normswap", normswap_display(normswap))
     temperature = a3_vs_temperature_table(runs, grid)
     write_table(temperature, out_dir / "a3_vs_temperature", a3_vs_temperature_display(temperature))
     tables = {"runs": runs, "contest": contest, "lr_sweep": sweep, "params": params, "normswap": normswap,
-              "a3_vs_temperature": temperature}
+              "a3_vs_temperature": temperature, "best_lr": best}
     by_path = {b["path"]: b for b in bundles}
     telemetry = telemetry_tables(runs, grid, by_path)
     for name, (table, display) in telemetry.items():
