@@ -35,13 +35,16 @@ localrules:
     figure_entropy,
     figure_score_scale,
     figure_mass_auroc,
+    figure_paired_differences,
     composability_table,
+    ledger,
 
 
 rule all:
     default_target: True
     input:
         tables=TABLES,
+        ledger=LEDGER,
         figures=FIGURES,
         writeup=WRITEUP,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],

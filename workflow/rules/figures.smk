@@ -7,6 +7,7 @@ RUNS_TABLE = str(paths.RUNS_TABLE)
 CONTEST_TABLE = str(paths.table("contest"))
 SWEEP_TABLE = str(paths.table("lr_sweep"))
 SCORE_TABLE = str(paths.table("score_scale"))
+BEST_LR_TABLE = str(paths.table("best_lr"))
 
 FIGURES = [
     str(FIGURE_DIR / name)
@@ -23,6 +24,7 @@ FIGURES = [
         "entropy.png",
         "score_scale.png",
         "mass_auroc.png",
+        "paired_differences.png",
     )
 ]
 # One caption per figure, the single source of both the Snakemake report's captions and the
@@ -278,3 +280,26 @@ rule figure_mass_auroc:
     shell:
         "python -m attnlab.pipeline.figures.mass_auroc --runs {input.runs} --contest {input.contest} "
         "--style {params.style} --out {output.png} > {log} 2>&1"
+
+
+rule figure_paired_differences:
+    input:
+        runs=RUNS_TABLE,
+        contest=CONTEST_TABLE,
+        best_lr=BEST_LR_TABLE,
+    output:
+        png=report(
+            str(FIGURE_DIR / "paired_differences.png"),
+            caption="../report/paired_differences.rst",
+            category="Figures",
+        ),
+    params:
+        code=pipeline_code("attnlab.pipeline.figures.paired_differences"),
+        style=figure_style,
+    log:
+        "results/logs/figures/paired_differences.log",
+    message:
+        "Drawing each variant's paired difference from softmax with its interval"
+    shell:
+        "python -m attnlab.pipeline.figures.paired_differences --runs {input.runs} --contest {input.contest} "
+        "--best-lr {input.best_lr} --style {params.style} --out {output.png} > {log} 2>&1"

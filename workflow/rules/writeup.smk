@@ -1,4 +1,7 @@
 WRITEUP = ["results/writeup/writeup.ipynb", "results/writeup/writeup.html"]
+# The claims ledger as a table of its own (one row per claim, a `verdict` column), readable without the
+# notebook; the writeup shows this file.
+LEDGER = [str(paths.table("ledger", ext)) for ext in ("csv", "md", "tex")]
 
 # The writeup reports whether this build ran on the locked environment (its "Version drift" line),
 # so it depends on the lock and on what is installed: editing constraints.txt, or installing other
@@ -19,11 +22,30 @@ def locked_versions(wildcards=None):
     return attnlab_config.to_json(code.installed_versions(pinned))
 
 
+rule ledger:
+    input:
+        tables=TABLES,
+        composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+    output:
+        ledger=LEDGER,
+    params:
+        code=pipeline_code("attnlab.pipeline.claims"),
+        tables=paths.TABLES,
+        out=paths.TABLES / "ledger",
+    log:
+        "results/logs/ledger.log",
+    message:
+        "Checking each claim of the posts against the tables (the claims ledger)"
+    shell:
+        "python -m attnlab.pipeline.claims --tables {params.tables} --out {params.out} > {log} 2>&1"
+
+
 rule writeup:
     input:
         notebook="notebooks/writeup.py",
         template="notebooks/paper.html.j2",
         tables=TABLES,
+        ledger=LEDGER,
         figures=FIGURES,
         captions=CAPTIONS,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],

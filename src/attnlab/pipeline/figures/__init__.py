@@ -36,7 +36,8 @@ VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp
                    "softmax_t": "X", "a3_heads": "*"}
 SPARE_MARKERS = ("h", "p", "<", ">", "d", "8")
 MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
-TABLE_FILES = {"runs": "runs.csv", "contest": "contest.csv", "sweep": "lr_sweep.csv", "score_scale": "score_scale.csv"}
+TABLE_FILES = {"runs": "runs.csv", "contest": "contest.csv", "sweep": "lr_sweep.csv", "score_scale": "score_scale.csv",
+               "best_lr": "best_lr.csv"}
 # How window characters that do not print are shown on an axis.
 CHAR_GLYPHS = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
 

@@ -1,0 +1,101 @@
+"""Forest plot of each variant's paired difference from softmax, with its 95% interval (contest and best LR).
+
+One row per variant: its best validation loss minus softmax's of the same seed,
+each at its own contest LR. The filled marker is the mean over the seeds both
+have and the bar its t-interval (the contest table's delta_vs_softmax,
+delta_ci_low and delta_ci_high); the small dots are the single seeds. The hollow
+marker is the same difference with each variant at its best sweep LR (the
+best_lr table), with its interval where the sweep has more than one seed.
+Left of zero beats softmax.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import statistics
+from attnlab.pipeline.figures import (MARKER_EDGE, cli, contest_cells, empty_note, parse_style,
+                                      read_tables, save_figure, variant_color, variant_marker, variant_order)
+from attnlab.pipeline.tables import BASELINE
+BEST_OFFSET = 0.28  # the best-LR row sits this far below the contest row of its variant
+
+
+def per_seed_differences(runs: pd.DataFrame, contest: pd.DataFrame) -> dict[str, tuple[float, ...]]:
+    """variant -> its per-seed paired differences from softmax at the contest LRs (the dots)."""
+    cells = contest_cells(runs, contest)
+    if cells.empty:
+        return {}
+    base = cells[cells.variant == BASELINE]
+    base = dict(zip(base.seed.astype(int), base.best_val_loss.astype(float)))
+    out = {}
+    for variant, own in cells.groupby("variant", sort=False):
+        out[variant] = statistics.paired(dict(zip(own.seed.astype(int), own.best_val_loss.astype(float))), base).values
+    return out
+
+
+def draw(contest: pd.DataFrame, best: pd.DataFrame | None, dots: dict[str, tuple[float, ...]], style: dict):
+    shown = [v for v in variant_order(contest) if v != BASELINE]
+    fig, ax = plt.subplots(figsize=(8.5, 1.1 + 0.75 * max(len(shown), 1)), dpi=style["dpi"], layout="constrained")
+    if contest.empty or "delta_vs_softmax" not in contest or not shown:
+        empty_note(ax, "no variant beside softmax in contest.csv" if not contest.empty else "contest.csv is empty")
+        return fig
+    order = variant_order(contest)
+    level = f"{statistics.CONFIDENCE:.0%}"
+    rows = contest.set_index("variant")
+    best_rows = best.set_index("variant") if best is not None and not best.empty else pd.DataFrame()
+    labels = []
+    for y, variant in enumerate(shown):
+        row = rows.loc[variant]
+        color, marker = variant_color(style, variant, order), variant_marker(variant, order)
+        mean, low, high = float(row.delta_vs_softmax), float(row.delta_ci_low), float(row.delta_ci_high)
+        values = np.asarray(dots.get(variant, ()), dtype=float)
+        if values.size:
+            ax.plot(values, np.full(values.size, y) + np.linspace(-0.07, 0.07, values.size), ls="none",
+                    marker=".", ms=5, color=color, alpha=0.6)
+        if np.isfinite(low) and np.isfinite(high):
+            ax.plot([low, high], [y, y], color=color, lw=2.4, solid_capstyle="butt")
+            ax.plot([low, low, np.nan, high, high], [y - 0.1, y + 0.1, np.nan, y - 0.1, y + 0.1], color=color, lw=1.4)
+            note = f"wins {row.wins} seeds"
+        else:
+            note = statistics.ONE_SEED
+        ax.plot([mean], [y], ls="none", marker=marker, ms=9, color=color, mec=MARKER_EDGE, mew=0.6)
+        choice = " (auto)" if str(row.get("lr_choice", "")) == "auto" else ""
+        labels.append((y, f"{variant}\ncontest LR {format_lr(float(row.lr))}{choice}"))
+        ax.annotate(note, (1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+                    va="center", fontsize=8, color="0.25")
+        if variant in best_rows.index:
+            b = best_rows.loc[variant]
+            yb = y + BEST_OFFSET
+            if np.isfinite(b.delta_ci_low) and np.isfinite(b.delta_ci_high):
+                ax.plot([b.delta_ci_low, b.delta_ci_high], [yb, yb], color=color, lw=1.2, ls="--")
+            ax.plot([b.delta_vs_softmax], [yb], ls="none", marker=marker, ms=7, mfc="white", mec=color, mew=1.3)
+            ax.annotate(f"best LR {format_lr(float(b.best_lr))}", (b.delta_vs_softmax, yb), xytext=(6, 0),
+                        textcoords="offset points", va="center", fontsize=7, color="0.35")
+    ax.axvline(0.0, color=variant_color(style, BASELINE, order), ls=":", lw=1.2)
+    ax.set_yticks([y for y, _ in labels], [text for _, text in labels], fontsize=8)
+    ax.set_ylim(len(shown) - 0.5, -0.6)
+    ax.set_xlabel(f"best validation loss − {BASELINE}'s of the same seed (nats/char); left of 0 beats {BASELINE}")
+    ax.grid(axis="x", alpha=0.3)
+    ax.set_title(f"Paired differences from {BASELINE}: mean over seeds (filled) with its {level} t-interval, "
+                 f"single seeds (dots),\nand each variant at its best sweep LR against {BASELINE} at its own "
+                 "(hollow)", fontsize=10)
+    return fig
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = cli(__doc__.splitlines()[0], tables=("runs", "contest", "best_lr")).parse_args(argv)
+    style = parse_style(args.style)
+    runs, contest = read_tables(args.runs, args.contest)
+    best = pd.read_csv(args.best_lr)
+    save_figure(draw(contest, best, per_seed_differences(runs, contest), style), args.out, style["dpi"])
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
