@@ -46,7 +46,7 @@ tables = claims.load_tables(TABLES)
 for optional in ("scalars", "a3_vs_softmax_entropy"):  # tables an older build may lack
     if (TABLES / f"{optional}.csv").is_file():
         tables[optional] = pd.read_csv(TABLES / f"{optional}.csv")
-ledger = claims.ledger(tables)
+ledger = report.read_ledger(TABLES / "ledger.csv")  # written by the ledger rule (attnlab.pipeline.claims)
 COMPARABLE = report.same_protocol(runs)
 PROTOCOL = report.protocol(runs)
 numbers = report.Numbering()
@@ -88,27 +88,42 @@ show_table(report.params_display(tables["params"]), "Trainable parameters per va
 # ## 2. The contest
 # Each variant trains at its contest learning rate from several seeds; the
 # score is the best validation loss in nats per character (mean ± std over the
-# seeds, std with ddof 0). A contest LR marked `auto` is the sweep's best on the
-# same held-out batches that report the contest, and the winning sweep cell
-# doubles as that variant's sweep-seed contest run: a mild selection bias in its
-# favour, against variants whose LR was fixed in advance.
+# seeds, std with ddof 0). Every variant of a seed trains on the same batches,
+# in the same order, from the same skeleton initialisation, so each variant is
+# compared with softmax seed by seed: the mean of the per-seed differences, its
+# t-interval over the seeds both have, and the seeds the variant wins. An
+# interval that excludes 0 is a difference the seeds resolve; one that spans 0
+# is not. A contest LR marked `auto` is the sweep's best on the same held-out
+# batches that report the contest, and the winning sweep cell doubles as that
+# variant's sweep-seed contest run: a mild selection bias in its favour, against
+# variants whose LR was fixed in advance.
 
 # %%
 frame, groups = report.contest_display(tables["contest"], COMPARABLE)
-show_table(frame, "The contest: best validation loss per variant at its contest LR.", groups=groups)
+show_table(frame, "The contest: best validation loss per variant at its contest LR, and its paired difference "
+           "from softmax (variant − softmax of the same seed; the gap in percent through the mean per-seed "
+           "log-ratio).", groups=groups)
 say(report.contest_results(tables["contest"], PROTOCOL))
+show_figure("paired_differences.png")
 show_figure("loss_curves.png")
 show_figure("loss_curves.gif", lead="Animated.")
+say(report.still_improving(runs))
 
 # %% [markdown]
 # ## 3. The learning-rate audit
-# One seed per cell. A diverged cell is marked as such, never as a number.
+# Every variant at every sweep LR, at the sweep seed (or seeds: `sweep.seeds`).
+# A diverged cell is marked as such, never as a number. The second table sets
+# each variant at its own best sweep LR against softmax at its own, beside the
+# contest's comparison, so a gap that turns on the choice of LR shows.
 
 # %%
 frame, groups = report.sweep_table(tables["lr_sweep"], tables["contest"], COMPARABLE)
-show_table(frame, "The learning-rate sweep at the sweep seed.", groups=groups)
+show_table(frame, "The learning-rate sweep.", groups=groups)
 say(report.sweep_results(tables["lr_sweep"], tables["contest"]))
 show_figure("lr_sweep.png")
+show_table(report.best_lr_display(tables["best_lr"]),
+           "Each variant at its best sweep LR against softmax at its best, beside the contest (paired by seed).")
+say(report.best_lr_results(tables["best_lr"]))
 
 # %% [markdown]
 # ## 4. How large do the scores get?
@@ -198,13 +213,16 @@ show_figure("a3_gates.png")
 
 # %% [markdown]
 # ## 10. Claims ledger
-# Each claim of the two posts as a check over the tables above, with the value
-# measured here, the published value, and a verdict at this build's protocol.
+# Each claim of the posts as a check over the tables above, with the value
+# measured here, the published value, a verdict at this build's protocol, the
+# interval the verdict rests on (or why there is none) and the number of seeds.
+# The same table is `results/tables/ledger.csv`.
 
 # %%
 show_table(report.ledger_display(ledger), f"The claims ledger at the ``{PROTOCOL}`` protocol.",
            widths=report.LEDGER_WIDTHS, markup=("verdict",), name="ledger")
 say(report.ledger_results(ledger, PROTOCOL, COMPARABLE))
+say(report.sources_line())
 
 # %% [markdown]
 # ## Provenance
@@ -212,6 +230,7 @@ say(report.ledger_results(ledger, PROTOCOL, COMPARABLE))
 # %%
 show_table(report.provenance_table(runs), "What the trained cells ran on (from each bundle's provenance).",
            left=("value",))
+say(report.compute_used(runs))
 
 # ---- version drift: the installed packages against the lock, constraints.txt at the checkout's root
 # (attnlab.pipeline.environment; a build from a tree without that module or file says so and goes on).

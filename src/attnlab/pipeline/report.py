@@ -1,11 +1,12 @@
 """Helpers the writeup notebook uses: tables formatted for reading, captioned figures, each section's results.
 
 Every number the writeup prints is formatted here, once: a loss as mean ± std
-at the precision its spread supports, a gap to softmax as
-(variant − softmax) / softmax of the seed means in percent, the score scale
-under the score_scale table's own names. Figure captions are read from
-workflow/report/*.rst, the files the Snakemake report captions its figures
-with, so both say the same.
+at the precision its spread supports, a comparison with softmax as the paired
+difference by seed with its interval and wins (the contest table's columns,
+from attnlab.pipeline.statistics), a gap to softmax in percent through the mean
+per-seed log-ratio, the score scale under the score_scale table's own names.
+Figure captions are read from workflow/report/*.rst, the files the Snakemake
+report captions its figures with, so both say the same.
 """
 
 from __future__ import annotations
@@ -20,21 +21,24 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.claims import published
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import POSTS, published
 from attnlab.pipeline.paths import results_dir
-from attnlab.pipeline.tables import A3_GATE_INIT, SEED_MEAN_LABEL, sweep_display
+from attnlab.pipeline.tables import A3_GATE_INIT, SEED_MEAN_LABEL, best_sweep_lr, sweep_display
 from attnlab.pipeline.tables import SEED_MEAN_OVER_LAYERS as SEED_MEAN
 
 BASELINE = "softmax"
 CAPTIONS = Path("workflow") / "report"  # relative to the workspace, beside results/
 SCALAR_INIT = math.log(2.0)  # softplus(0): where yat_b's b and ε start
-# A verdict reads "holds at <protocol>", "not reproduced at <protocol>", ... (attnlab.pipeline.claims).
-VERDICT_CLASSES = (("holds", "holds"), ("partly", "partly"), ("not reproduced", "missed"), ("fails", "fails"),
-                   ("not tested", "untested"))
-MISSED = ("partly", "not reproduced", "fails")
-# no protocol column: every verdict names its protocol
-LEDGER_COLUMNS = ("source", "claim", "check", "measured", "published", "verdict", "note")
-LEDGER_WIDTHS = {"source": 7, "claim": 15, "check": 18, "measured": 16, "published": 14, "verdict": 10, "note": 20}
+# The ledger's five verdicts (attnlab.pipeline.statistics) and how each is coloured.
+VERDICT_CLASSES = ((statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
+                   (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"),
+                   (statistics.BY_CONSTRUCTION, "construction"))
+MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
+# the caption names the protocol; ledger.csv keeps it on every row
+LEDGER_COLUMNS = ("source", "claim", "check", "measured", "published", "verdict", "interval", "seeds", "note")
+LEDGER_WIDTHS = {"source": 6, "claim": 12, "check": 14, "measured": 15, "published": 10, "verdict": 12,
+                 "interval": 11, "seeds": 5, "note": 15}
 
 PAGE_STYLE = """
 <style>
@@ -57,6 +61,7 @@ figure.paper figcaption { font-size: 0.9em; color: #333; margin: 0.5em auto 0 au
 .jp-RenderedHTMLCommon table.paper .text { text-align: left; }
 .jp-RenderedHTMLCommon table.paper .num { text-align: right; white-space: nowrap;
   font-variant-numeric: tabular-nums; }
+.jp-RenderedHTMLCommon table.paper th.num { white-space: normal; }
 .jp-RenderedHTMLCommon table.paper.ledger { font-size: 0.8em; }
 .jp-RenderedHTMLCommon table.paper td { overflow-wrap: anywhere; }
 .jp-RenderedHTMLCommon table.paper span.verdict { font-weight: 600; padding: 0 0.3em; border-radius: 3px; }
@@ -65,6 +70,8 @@ span.verdict.partly { color: #7a4b00; background: #fbecd0; }
 span.verdict.missed { color: #7a3300; background: #fde6d8; }
 span.verdict.fails { color: #ffffff; background: #b3261e; }
 span.verdict.untested { color: #444; background: #eee; }
+span.verdict.construction { color: #1c3d6e; background: #e3ecf8; }
+span.resolution { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
 </style>
 """
 
@@ -192,7 +199,7 @@ def _cell_text(value) -> str:
     return str(value)
 
 
-_NUMERIC = re.compile(r"^[\s+\-−–±×%,.\d()e≈<>~]*$")
+_NUMERIC = re.compile(r"^[\s+\-−–±×%,.\d()\[\]e≈<>~]*$")
 
 
 def _numeric_column(values: pd.Series) -> bool:
@@ -221,9 +228,18 @@ def decimals_for(stds, low: int = 2, high: int = 4) -> int:
     return int(np.clip(1 - math.floor(math.log10(stds.min())), low, high))
 
 
-def gap_to(values: pd.Series, reference: float) -> pd.Series:
-    """(value − reference) / reference: the one definition of a gap in this writeup (and the ledger's)."""
-    return (values.astype(float) - reference) / reference
+def signed(value: float, digits: int = 4) -> str:
+    """A difference with its sign: '+0.0123', '−' for a missing one."""
+    if value is None or not np.isfinite(value):
+        return "—"
+    return f"{value:+.{digits}f}"
+
+
+def interval(low: float, high: float, digits: int = 4) -> str:
+    """'[−0.0412, −0.0251]', or the reason there is none (one shared seed gives no interval)."""
+    if low is None or high is None or not (np.isfinite(low) and np.isfinite(high)):
+        return statistics.ONE_SEED
+    return f"[{low:+.{digits}f}, {high:+.{digits}f}]"
 
 
 def percent(value: float, signed: bool = True) -> str:
@@ -263,23 +279,37 @@ def params_display(params: pd.DataFrame) -> pd.DataFrame:
 
 
 def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
-    """Contest table for reading and its spanning headers."""
-    base = _baseline_mean(contest)
+    """Contest table for reading and its spanning headers: each variant's loss, and its paired comparison
+    with softmax over the seeds both have (difference, interval, wins, gap in percent)."""
+    level = f"{statistics.CONFIDENCE:.0%}"
+    choice = contest.lr_choice if "lr_choice" in contest else pd.Series("given", index=contest.index)
     shown = pd.DataFrame({
         "variant": contest.variant,
-        "LR": contest.lr.map(lambda lr: format_lr(float(lr))),
+        "LR": [format_lr(float(lr)) + (" (auto)" if c == "auto" else "") for lr, c in zip(contest.lr, choice)],
         "seeds": contest.n_seeds.astype(int),
         "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
         "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
-        f"gap to {BASELINE}": ["baseline" if v == BASELINE else percent(g)
-                               for v, g in zip(contest.variant, gap_to(contest.best_val_mean, base))]
-        if base else "—",
     })
+    paired = "delta_vs_softmax" in contest
+    if paired:
+        baseline = contest.variant == BASELINE
+        shown[f"− {BASELINE} (nats) [{level} interval]"] = [
+            "baseline" if b else f"{signed(d, 4)} {interval(lo, hi, 4)}"
+            for b, d, lo, hi in zip(baseline, contest.delta_vs_softmax, contest.delta_ci_low, contest.delta_ci_high)]
+        shown["wins"] = ["" if b else w for b, w in zip(baseline, contest.wins)]
+        shown[f"gap to {BASELINE}"] = ["baseline" if b else percent(g)
+                                       for b, g in zip(baseline, contest.gap_vs_softmax)]
+    if "n_diverged" in contest.columns:
+        shown["diverged seeds"] = contest.n_diverged.astype(int)
     if "n_diverged" in contest.columns:
         shown["diverged seeds"] = contest.n_diverged.astype(int)
     groups = None
+    if paired:
+        rest = len(shown.columns) - 8
+        groups = [("", 5), (f"paired by seed with {BASELINE}", 3)] + ([("", rest)] if rest else [])
     if comparable:
-        groups = [("this build", len(shown.columns))]
+        groups = [("this build" if not label else f"this build, {label}", span)
+                  for label, span in (groups or [("", len(shown.columns))])]
         pub = {(p["variant"], float(p["lr"])): p for p in published()["contest"]}
         rows = [pub.get((v, float(lr))) for v, lr in zip(contest.variant, contest.lr)]
         shown["published (nats/char)"] = [f"{p['mean']:.4f} ± {p['std']:.4f}" if p else "—" for p in rows]
@@ -293,7 +323,10 @@ def sweep_table(sweep: pd.DataFrame, contest: pd.DataFrame,
     """LR rows x variant columns (tables.sweep_display's cells, in contest order), published ones when comparable."""
     wide = sweep_display(sweep).rename(columns={"lr": "LR"})
     wide = wide[["LR"] + _ordered([c for c in wide.columns if c != "LR"], contest)]
-    groups = [("", 1), ("best validation loss at the sweep seed (nats/char)", len(wide.columns) - 1)]
+    seeds = sweep.seed.nunique() if "seed" in sweep else 1
+    label = ("best validation loss at the sweep seed (nats/char)" if seeds == 1
+             else f"best validation loss, mean over the {seeds} sweep seeds (nats/char)")
+    groups = [("", 1), (label, len(wide.columns) - 1)]
     if comparable:
         values = published()["lr_sweep"]
         lrs = [float(lr) for lr in wide.LR]
@@ -430,18 +463,58 @@ def a3_layers_display(layers: pd.DataFrame) -> pd.DataFrame:
 
 
 def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The ledger for the page: the verdict coloured, with what would resolve an inconclusive one under it."""
     shown = ledger[[c for c in LEDGER_COLUMNS if c in ledger.columns]].copy()
+    resolution = ledger.get("resolution", pd.Series("", index=ledger.index)).fillna("")
     shown["verdict"] = [f'<span class="verdict {verdict_kind(v)[1]}">{html.escape(str(v))}</span>'
-                        for v in shown.verdict]
+                        + (f'<span class="resolution">{html.escape(str(r))}</span>' if r else "")
+                        for v, r in zip(shown.verdict, resolution)]
+    if "seeds" in shown:
+        shown["seeds"] = [str(int(n)) if pd.notna(n) and int(n) > 0 else "—" for n in shown.seeds]
     return shown.fillna("").replace("", "—")
 
 
 def verdict_kind(verdict: str) -> tuple[str, str]:
-    """('not reproduced', 'fails'): the verdict without its protocol, and how it is coloured."""
+    """('not testable', 'untested'): the verdict word without its protocol, and how it is coloured."""
     for kind, css in VERDICT_CLASSES:
         if str(verdict).startswith(kind):
             return kind, css
     return str(verdict), "untested"
+
+
+def read_ledger(path: Path) -> pd.DataFrame:
+    """ledger.csv as the page shows it: text columns empty rather than NaN."""
+    ledger = pd.read_csv(path)
+    text = [c for c in ledger.columns if c not in ("seeds", "seeds_to_resolve")]
+    ledger[text] = ledger[text].astype(object).where(ledger[text].notna(), "")
+    return ledger
+
+
+def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
+    """Each variant at its best sweep LR against softmax at its own, beside the same comparison in the contest."""
+    level = f"{statistics.CONFIDENCE:.0%}"
+
+    def cell(variant, mean, low, high, gap):
+        if variant == BASELINE:
+            return "baseline"
+        if np.isfinite(low) and np.isfinite(high):
+            return f"{signed(mean, 4)} {interval(low, high, 4)}, {percent(gap)}"
+        return f"{signed(mean, 4)}, {percent(gap)} ({statistics.ONE_SEED})"
+
+    choice = best.get("contest_lr_choice", pd.Series("given", index=best.index))
+    return pd.DataFrame({
+        "variant": best.variant,
+        "best sweep LR": best.best_lr.map(lambda lr: format_lr(float(lr))),
+        "sweep seeds": best.n_sweep_seeds.astype(int),
+        f"− {BASELINE} at the best LRs (nats) [{level} interval], gap": [
+            cell(r.variant, r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high, r.gap_vs_softmax)
+            for r in best.itertuples()],
+        "contest LR": ["—" if pd.isna(lr) else format_lr(float(lr)) + (" (auto)" if c == "auto" else "")
+                       for lr, c in zip(best.contest_lr, choice)],
+        f"− {BASELINE} in the contest (nats) [{level} interval], gap": [
+            cell(r.variant, r.contest_delta_vs_softmax, r.contest_delta_ci_low, r.contest_delta_ci_high,
+                 r.contest_gap_vs_softmax) for r in best.itertuples()],
+    })
 
 
 # ---- results paragraphs, written from the data
@@ -456,19 +529,22 @@ def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
     if len(ranked) > 1:
         text += "; then " + ", ".join(f"{r.variant} {losses[r.variant]}" for r in ranked.iloc[1:].itertuples())
     text += "."
-    base = _baseline_mean(contest)
-    if base:
-        soft = contest[contest.variant == BASELINE].iloc[0]
-        gaps = []
+    if "delta_vs_softmax" in contest and (contest.variant == BASELINE).any():
+        level = f"{statistics.CONFIDENCE:.0%}"
+        parts = []
         for row in ranked.itertuples():
-            if row.variant == BASELINE:
+            if row.variant == BASELINE or not np.isfinite(row.delta_vs_softmax):
                 continue
-            gap = (row.best_val_mean - base) / base
-            spread = math.hypot(row.best_val_std, soft.best_val_std)
-            noise = " (within the seeds' spread)" if abs(row.best_val_mean - base) <= spread else ""
-            gaps.append(f"{row.variant} {percent(gap)}{noise}")
-        text += (f" Against {BASELINE}, the gap (variant − {BASELINE}) / {BASELINE} of the seed means is "
-                 + ", ".join(gaps) + "; a negative gap is a variant that beat softmax.")
+            described = f"{row.variant} {signed(row.delta_vs_softmax)} nats"
+            if np.isfinite(row.delta_ci_low) and np.isfinite(row.delta_ci_high):
+                described += (f" ({level} interval {interval(row.delta_ci_low, row.delta_ci_high)}, wins "
+                              f"{row.wins}): {_reading(row.delta_ci_low, row.delta_ci_high)}")
+            else:
+                described += f" ({statistics.ONE_SEED})"
+            parts.append(described)
+        if parts:
+            text += (f" Paired by seed with {BASELINE} (each variant at its own contest LR, over the seeds both "
+                     f"have; below 0 beats {BASELINE}): " + "; ".join(parts) + ".")
     diverged = contest[contest.get("n_diverged", pd.Series(0, index=contest.index)) > 0]
     if len(diverged):
         text += " Diverged contest seeds: " + ", ".join(
@@ -476,22 +552,95 @@ def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
     return text
 
 
+def _reading(low: float, high: float) -> str:
+    """What an interval of a difference from softmax says."""
+    if high < 0:
+        return f"the interval lies below 0, better than {BASELINE}"
+    if low > 0:
+        return f"the interval lies above 0, worse than {BASELINE}"
+    return "the interval spans 0, a difference the seeds do not resolve"
+
+
+def best_lr_results(best: pd.DataFrame) -> str:
+    """Where a variant's contest LR is not its best sweep LR, and what that changes against softmax."""
+    if best.empty:
+        return "No sweep cells trained, so no variant has a best sweep LR."
+    off = [r for r in best.itertuples() if pd.notna(r.contest_lr) and not math.isclose(float(r.best_lr),
+                                                                                          float(r.contest_lr))]
+    seeds = int(best.n_sweep_seeds.max())
+    text = (f"The sweep ran {seeds} seed{'s' if seeds > 1 else ''} per LR, so "
+            + (f"these comparisons have no interval ({statistics.ONE_SEED})." if seeds == 1
+               else "these comparisons carry intervals over the sweep seeds."))
+    if off:
+        def moved(r):
+            lrs = f"{r.variant} (contest {format_lr(float(r.contest_lr))}, best {format_lr(float(r.best_lr))}"
+            if r.variant == BASELINE:
+                return lrs + ")"
+            return (f"{lrs}: gap to {BASELINE} {percent(r.contest_gap_vs_softmax)} in the contest, "
+                    f"{percent(r.gap_vs_softmax)} with each at its best LR)")
+        text += (" The contest runs these variants away from their best sweep LR: " + "; ".join(map(moved, off))
+                 + f". A claim about a gap to {BASELINE} can turn on that choice.")
+    else:
+        text += " Every variant's contest LR is its best sweep LR."
+    return text
+
+
+def still_improving(runs: pd.DataFrame) -> str:
+    """A sentence when the cells' best validation loss came at their last evaluation (still improving)."""
+    if runs.empty or "best_step" not in runs or "config.train.steps" not in runs:
+        return ""
+    last = runs.best_step.astype(float) >= runs["config.train.steps"].astype(float)
+    if last.all():
+        return (f"Every one of the {len(runs)} trained cells reached its best validation loss at its last "
+                "evaluation: the models were still improving when training stopped, so these rankings are of "
+                "models that had not finished learning.")
+    if last.any():
+        return (f"{int(last.sum())} of the {len(runs)} trained cells reached their best validation loss at their "
+                "last evaluation (still improving when training stopped).")
+    return ""
+
+
+def compute_used(runs: pd.DataFrame) -> str:
+    """The compute the build's training used, from runs.csv: the cells' training loops (wall_time_s) and
+    their compilation (compile_s), summed.
+
+    Each training job declares one thread (workflow/rules/train.smk), so on a CPU a cell's wall time is
+    its CPU time; on an accelerator the sentence says device-minutes instead.
+    """
+    if runs.empty or "wall_time_s" not in runs:
+        return "**Compute:** not recorded (runs.csv has no wall times)."
+    loops = float(runs.wall_time_s.astype(float).sum()) / 60
+    compile_min = float(runs.compile_s.astype(float).sum()) / 60 if "compile_s" in runs else math.nan
+    kinds = sorted({str(k) for k in runs.get("provenance.device.kind", pd.Series(dtype=object)).dropna()})
+    unit = "CPU-minutes" if kinds == ["cpu"] else f"device-minutes ({', '.join(kinds) or 'device not recorded'})"
+    text = (f"**Compute:** the {len(runs)} cells' training loops took {loops:,.2f} {unit} in all "
+            f"(the sum of runs.csv's `wall_time_s`)")
+    if np.isfinite(compile_min):
+        text += (f", and compiling their steps {compile_min:,.2f} more (`compile_s`): "
+                 f"{loops + compile_min:,.2f} {unit.split(' ')[0]} together")
+    return text + "; reading the corpus, evaluation set-up, collection, figures and this page are not counted."
+
+
 def sweep_results(sweep: pd.DataFrame, contest: pd.DataFrame) -> str:
     parts, spreads, diverged = [], [], []
+    sweep = sweep if "seed" in sweep else sweep.assign(seed=0)
+    n_seeds = sweep.seed.nunique()
     for variant in _ordered(sweep.variant, contest):
         cells = sweep[sweep.variant == variant]
         ok = cells[~cells.diverged.astype(bool) & np.isfinite(cells.best_val_loss.astype(float))]
         for row in cells[~cells.index.isin(ok.index)].itertuples():
             step = f" at step {int(row.diverged_step)}" if pd.notna(row.diverged_step) else ""
-            diverged.append(f"{variant} at LR {format_lr(row.lr)}{step}")
-        if ok.empty:
+            seed = f" seed {int(row.seed)}" if n_seeds > 1 else ""
+            diverged.append(f"{variant} at LR {format_lr(row.lr)}{seed}{step}")
+        choice = best_sweep_lr(cells)
+        if choice is None:
             continue
-        best = ok.loc[ok.best_val_loss.idxmin()]
-        parts.append(f"{variant} {format_lr(best.lr)} ({best.best_val_loss:.3f})")
-        if len(ok) > 1:
-            spread = (ok.best_val_loss.max() - ok.best_val_loss.min()) / ok.best_val_loss.min()
-            spreads.append(f"{variant} {percent(spread, signed=False)}")
-    text = f"Best LR of each variant at the sweep seed: {', '.join(parts)}."
+        parts.append(f"{variant} {format_lr(choice['lr'])} ({choice['best_val_loss']:.3f})")
+        means = ok.groupby("lr").best_val_loss.mean()
+        if len(means) > 1:
+            spreads.append(f"{variant} {percent((means.max() - means.min()) / means.min(), signed=False)}")
+    where = "at the sweep seed" if n_seeds == 1 else f"mean over the {n_seeds} sweep seeds"
+    text = f"Best LR of each variant ({where}): {', '.join(parts)}."
     if spreads:
         text += (" How much the best loss moves over the sweep's LRs, (max − min) / min (the ledger's LR-band "
                  f"measure): {', '.join(spreads)}.")
@@ -573,22 +722,29 @@ def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -
     counts = kinds.value_counts()
     text = (f"At the `{protocol_name}` protocol, of {len(ledger)} claims: "
             + ", ".join(f"{n} {kind}" for kind, n in counts.items()) + ".")
+    text += (f" A verdict rests on the interval beside it ({statistics.CONFIDENCE:.0%}, t distribution, over the "
+             "seeds named): *holds* when it lies inside what the claim says, *contradicted* when it excludes "
+             "it, *inconclusive* when it spans the claim's threshold or when one seed gives no interval, *not "
+             "testable* when this protocol cannot express the claim, *by construction* when the model's "
+             "construction settles it.")
     if not comparable:
-        text += (f" The `{protocol_name}` protocol is not the published one, so a claim that does not reproduce "
-                 "here is not reproduced at this protocol; it does not refute the published number.")
+        text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
+                 "contradicted at this protocol; it does not refute the published number.")
     missed = ledger[kinds.isin(MISSED)]
     if len(missed):
-        text += "\n\nDid not reproduce here (the measured values are in the table):\n\n" + "\n".join(
-            f"* {r.claim} ({verdict_kind(r.verdict)[0]})" for r in missed.itertuples())
+        resolution = missed.get("resolution", pd.Series("", index=missed.index)).fillna("")
+        text += "\n\nContradicted or inconclusive here (the measured values and intervals are in the table):\n\n" + \
+            "\n".join(f"* {r.claim}: {verdict_kind(r.verdict)[0]}" + (f" ({res})" if res else "")
+                      for r, res in zip(missed.itertuples(), resolution))
     return text
 
 
+def sources_line() -> str:
+    """The posts the ledger's claims come from, as the source column names them."""
+    return "**Sources of the claims.** " + " ".join(f"*{name}*: {cite}." for name, cite in POSTS.items())
+
+
 # ---- helpers
-
-
-def _baseline_mean(contest: pd.DataFrame) -> float | None:
-    rows = contest[contest.variant == BASELINE]
-    return float(rows.best_val_mean.iloc[0]) if len(rows) else None
 
 
 def _seeds_phrase(contest: pd.DataFrame) -> str:
