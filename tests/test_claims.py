@@ -3,6 +3,8 @@
 Each case is built so that a wrong check would give a different verdict: a
 property plain softmax also has must not pass for A3, yat and yat_b at
 different LRs must not be compared, the kernel maps of the posts are yat_b's.
+Every verdict is one of the five words of attnlab.pipeline.statistics, and rests
+on an interval over seeds (or says why it has none).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import pytest
 from attnlab.core.telemetry_stats import mass_auroc
 from attnlab.pipeline import claims, tables
 from attnlab.pipeline.grid import grid
+from attnlab.pipeline.statistics import BY_CONSTRUCTION, CONTRADICTED, HOLDS, INCONCLUSIVE, ONE_SEED
 
 REPO = Path(__file__).resolve().parents[1]
 PUB = claims.published()
@@ -48,11 +51,24 @@ def a3_table(diffs, gates=None, bias_std=None, softmax=0.6):
     })
 
 
-def entropy_frame(values):
-    """values: variant -> (mean, share sharp, share diffuse), two seeds each."""
+def a3_frames(diffs, seeds=(0, 1, 2), noise=0.002, softmax=0.6):
+    """a3_vs_softmax_entropy and a3_gates (per seed, layer and head) with A3 − softmax = diffs per layer."""
+    rng = np.random.default_rng(len(diffs))
+    rows = []
+    for seed in seeds:
+        for layer, d in enumerate(diffs):
+            for head in (0, 1):
+                rows.append({"variant": "softmax", "seed": seed, "layer": layer, "head": head, "entropy": softmax})
+                rows.append({"variant": "a3", "seed": seed, "layer": layer, "head": head,
+                             "entropy": softmax + d + rng.normal(0, noise)})
+    return {"a3_vs_softmax_entropy": a3_table(diffs), "a3_gates": pd.DataFrame(rows)}
+
+
+def entropy_frame(values, seeds=(0, 1, 2)):
+    """values: variant -> (mean, share sharp, share diffuse), the same on every seed."""
     return pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "mean": m, "share_below_0.3": sharp,
                           "share_above_0.8": diffuse}
-                         for v, (m, sharp, diffuse) in values.items() for s in (0, 1)])
+                         for v, (m, sharp, diffuse) in values.items() for s in seeds])
 
 
 def score_frame(per_variant):
@@ -67,30 +83,31 @@ def score_frame(per_variant):
     return pd.DataFrame(rows)
 
 
-def contest_frame(means, lrs=None):
+def contest_frames(losses, lrs=None, protocol="paper"):
+    """losses: variant -> per-seed best validation loss; runs and the contest table built from them."""
     lrs = lrs or {}
-    return pd.DataFrame([{"variant": v, "lr": lrs.get(v, 3e-3), "n_seeds": 3, "best_val_mean": m}
-                         for v, m in means.items()])
+    rows = [{"variant": v, "lr": lrs.get(v, 3e-3), "seed": s, "best_val_loss": loss, "diverged": False,
+             "n_params": 10, "config.name": protocol} for v, per_seed in losses.items()
+            for s, loss in enumerate(per_seed)]
+    runs = pd.DataFrame(rows)
+    spec = {"variants": list(losses), "contest_lr": {v: lrs.get(v, 3e-3) for v in losses},
+            "contest_seeds": sorted(set(runs.seed)), "sweep_lrs": [], "sweep_seed": 0}
+    return {"runs": runs, "contest": tables.contest_table(runs, spec)}
 
 
 def run_check(check, protocol="paper", **frames):
     return check(frames, PUB, protocol)
 
 
-def is_verdict(claim, outcome, protocol="paper"):
-    return claim.verdict == claims.verdict(outcome, protocol, PUB)
+# ---- verdict words and the ledger frame
 
 
-# ---- verdict text and the ledger frame
+def test_a_verdict_is_one_of_five_words_and_not_testable_names_the_protocol():
+    from attnlab.pipeline import statistics
 
-
-def test_verdict_names_the_protocol():
-    assert claims.verdict(claims.HOLDS, "smoke", PUB) == "holds at smoke"
-    assert claims.verdict(claims.PARTLY, "default", PUB) == "partly at default"
-    assert claims.verdict(claims.FAILS, "smoke", PUB) == "not reproduced at smoke"
-    assert claims.verdict(claims.FAILS, "paper", PUB) == "fails at paper"
-    assert claims.verdict(claims.FAILS, "smoke", PUB, protocol_bound=False) == "fails at smoke"
-    assert claims.verdict(claims.UNTESTED, "smoke", PUB) == "not tested"
+    assert statistics.VERDICTS == ("holds", "contradicted", "inconclusive", "not testable", "by construction")
+    assert statistics.not_testable("smoke") == "not testable at smoke"
+    assert statistics.verdict_word("not testable at smoke") == "not testable"
 
 
 def test_protocol_comes_from_runs_config_name():
@@ -100,13 +117,14 @@ def test_protocol_comes_from_runs_config_name():
     assert claims.build_protocol({}) == "unknown"
 
 
-def test_ledger_on_empty_tables_is_untested_with_stable_columns():
+def test_ledger_on_empty_tables_is_not_testable_with_stable_columns():
     empty = {name: pd.DataFrame() for name in claims.TABLE_NAMES}
     empty["runs"] = runs_frame([("softmax", 3e-3, 0, 1.0)], "smoke")
     ledger = claims.ledger(empty)
-    assert list(ledger.columns) == ["source", "claim", "check", "measured", "published", "verdict", "protocol",
-                                    "note"]
-    assert (ledger.verdict == "not tested").all()
+    assert list(ledger.columns) == ["source", "claim", "check", "measured", "published", "verdict", "interval",
+                                    "seeds", "seeds_to_resolve", "resolution", "protocol", "note"]
+    assert (ledger.verdict == "not testable at smoke").all()
+    assert ledger.interval.str.startswith("none: ").all(), "a row without an interval says why"
     assert (ledger.protocol == "smoke").all()
 
 
@@ -123,38 +141,47 @@ def test_ledger_reads_every_table_the_workflow_declares():
 def test_ablation_at_different_lrs_only_is_not_compared():
     runs = runs_frame([("yat", 3e-4, s, 443508.0) for s in range(3)] + [("yat_b", 3e-3, s, 61221.0) for s in range(3)])
     claim = run_check(claims.ablation_untames, runs=runs)
-    assert claim.verdict == claims.UNTESTED
+    assert claim.verdict == "not testable at paper"
     assert "mixes LRs" in claim.note
 
 
 def test_ablation_compares_only_shared_seeds():
     runs = runs_frame([("yat", 3e-3, 1, 443508.0), ("yat_b", 3e-3, 0, 61221.0)])
-    assert run_check(claims.ablation_untames, runs=runs).verdict == claims.UNTESTED
+    assert run_check(claims.ablation_untames, runs=runs).verdict == "not testable at paper"
 
 
 def test_ablation_at_matched_lr_holds_as_published():
-    runs = runs_frame([("yat", 3e-3, 0, 169234.0), ("yat_b", 3e-3, 0, 61221.0)])
+    runs = runs_frame([("yat", 3e-3, s, 169234.0 * f) for s, f in enumerate((1.0, 1.05, 0.97))]
+                      + [("yat_b", 3e-3, s, 61221.0 * f) for s, f in enumerate((1.0, 1.02, 0.99))])
     claim = run_check(claims.ablation_untames, runs=runs)
-    assert is_verdict(claim, claims.HOLDS)
-    assert "2.76× at 3e-3" in claim.measured
+    assert claim.verdict == HOLDS and claim.seeds == 3
+    assert "at 3e-3: 2.77×" in claim.measured and claim.interval.startswith("3e-3: 95% CI [")
     assert "7.2× mixed LRs" in claim.published and "2.8× at matched 3e-3" in claim.published
 
 
-def test_ablation_ignores_a_larger_yat_score_at_another_lr():
-    # the mixed-LR ratio would be 443,508 / 211,756 = 2.1x; at the matched LR yat_b is above yat
-    runs = runs_frame([("yat", 3e-4, 0, 443508.0), ("yat", 3e-3, 0, 169234.0), ("yat_b", 3e-3, 0, 211756.0)])
+def test_ablation_of_one_seed_is_inconclusive():
+    runs = runs_frame([("yat", 3e-3, 0, 169234.0), ("yat_b", 3e-3, 0, 61221.0)])
     claim = run_check(claims.ablation_untames, runs=runs)
-    assert is_verdict(claim, claims.FAILS)
-    assert claim.verdict == "fails at paper"
+    assert claim.verdict == INCONCLUSIVE and ONE_SEED in claim.interval
+
+
+def test_ablation_ignores_a_larger_yat_score_at_another_lr():
+    # the mixed-LR ratio would be 443,508 / 211,756 = 2.1x; at the matched LR yat_b is above yat on every seed
+    runs = runs_frame([("yat", 3e-4, 0, 443508.0)]
+                      + [("yat", 3e-3, s, 169234.0 + 1000 * s) for s in range(3)]
+                      + [("yat_b", 3e-3, s, 211756.0 - 500 * s) for s in range(3)])
+    claim = run_check(claims.ablation_untames, runs=runs)
+    assert claim.verdict == CONTRADICTED
     assert "3e-4" not in claim.measured
-    smoke = run_check(claims.ablation_untames, protocol="smoke", runs=runs)
-    assert smoke.verdict == "not reproduced at smoke"
+    assert run_check(claims.ablation_untames, protocol="smoke", runs=runs).verdict == CONTRADICTED
 
 
-def test_ablation_partly_when_not_several_fold_at_every_lr():
-    runs = runs_frame([("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0),
-                       ("yat", 3e-3, 0, 150.0), ("yat_b", 3e-3, 0, 100.0)])
-    assert is_verdict(run_check(claims.ablation_untames, runs=runs), claims.PARTLY)
+def test_ablation_is_judged_where_both_ran_the_most_seeds_and_names_the_other_lrs():
+    runs = runs_frame([("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0)]
+                      + [("yat", 3e-3, s, 150.0 + s) for s in range(3)] + [("yat_b", 3e-3, s, 100.0) for s in range(3)])
+    claim = run_check(claims.ablation_untames, runs=runs)
+    assert claim.verdict == CONTRADICTED and "at 3e-3" in claim.measured  # 1.5×, clear of several-fold
+    assert "at 1e-3 3×" in claim.note and ONE_SEED in claim.note
 
 
 def test_ablation_leaves_diverged_cells_out():
@@ -162,46 +189,55 @@ def test_ablation_leaves_diverged_cells_out():
                        ("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0)])
     table = claims.matched_lr_scores(runs)
     assert list(table.lr) == [1e-3]
-    assert is_verdict(run_check(claims.ablation_untames, runs=runs), claims.HOLDS)
+    assert "at 1e-3: 3×" in run_check(claims.ablation_untames, runs=runs).measured
 
 
 # ---- A3: early layers softer than softmax, deep layers sharper
 
 
 def test_a3_softer_than_softmax_everywhere_does_not_pass():
-    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.2, 0.15, 0.1, 0.05]))
-    assert is_verdict(claim, claims.FAILS)
+    claim = run_check(claims.a3_early_layers_softer, **a3_frames([0.2, 0.15, 0.1, 0.05]))
+    assert claim.verdict == CONTRADICTED
 
 
 def test_a3_equal_to_softmax_does_not_pass_even_when_entropy_falls_with_depth():
     # A3's first layer is softer than its last (the old check), but so is softmax's: no evidence for A3
-    table = a3_table([0.0, 0.0, 0.0, 0.0])
-    table["softmax_entropy"] = table["a3_entropy"] = [0.9, 0.7, 0.5, 0.3]
-    assert is_verdict(run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=table), claims.FAILS)
+    frames = a3_frames([0.0, 0.0, 0.0, 0.0])
+    frames["a3_vs_softmax_entropy"]["softmax_entropy"] = [0.9, 0.7, 0.5, 0.3]
+    claim = run_check(claims.a3_early_layers_softer, **frames)
+    assert claim.verdict != HOLDS
 
 
 def test_a3_sharper_than_softmax_everywhere_does_not_pass():
-    table = a3_table([-0.2, -0.1, -0.1, -0.2])
-    claim = run_check(claims.a3_early_layers_softer, protocol="smoke", a3_vs_softmax_entropy=table)
-    assert claim.verdict == "not reproduced at smoke"
+    claim = run_check(claims.a3_early_layers_softer, protocol="smoke", **a3_frames([-0.2, -0.1, -0.1, -0.2]))
+    assert claim.verdict == CONTRADICTED and claim.seeds == 3
 
 
 def test_a3_early_softer_deep_sharper_holds():
-    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.1, 0.05, -0.02, -0.1]))
-    assert is_verdict(claim, claims.HOLDS)
-    assert "early layers softer, deep layers sharper" in claim.measured
+    claim = run_check(claims.a3_early_layers_softer, **a3_frames([0.1, 0.05, -0.02, -0.1]))
+    assert claim.verdict == HOLDS
+    assert claim.interval.startswith("early: 95% CI [") and "deep: 95% CI [" in claim.interval
 
 
-def test_a3_pattern_on_average_only_is_partly():
-    claim = run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=a3_table([0.2, -0.01, -0.05, -0.1]))
-    assert is_verdict(claim, claims.PARTLY)
+def test_a3_early_and_deep_are_judged_on_the_mean_over_each_half():
+    # layer 1 alone is sharper, but the first half on average is softer, over every seed
+    claim = run_check(claims.a3_early_layers_softer, **a3_frames([0.2, -0.01, -0.05, -0.1]))
+    assert claim.verdict == HOLDS
 
 
-def test_a3_odd_depth_leaves_the_middle_layer_out():
+def test_a3_early_and_deep_with_noisy_seeds_is_inconclusive_and_says_what_would_resolve_it():
+    claim = run_check(claims.a3_early_layers_softer, **a3_frames([0.02, 0.02, -0.02, -0.02], noise=0.03))
+    assert claim.verdict == INCONCLUSIVE and "seeds would resolve it" in claim.resolution
+
+
+def test_a3_odd_depth_leaves_the_middle_layer_out_and_shallow_models_are_not_testable():
     assert claims.early_and_deep(3) == ([0], [2])
+    assert claims.early_and_deep(5) == ([0, 1], [3, 4])
     assert claims.early_and_deep(6) == ([0, 1, 2], [3, 4, 5])
-    table = a3_table([0.1, 0.3, -0.1])
-    assert is_verdict(run_check(claims.a3_early_layers_softer, a3_vs_softmax_entropy=table), claims.HOLDS)
+    assert run_check(claims.a3_early_layers_softer, **a3_frames([0.1, 0.3, 0.5, -0.1, -0.1])).verdict == HOLDS
+    for layers in ([0.1, -0.1], [0.1, 0.3, -0.1]):
+        claim = run_check(claims.a3_early_layers_softer, protocol="default", **a3_frames(layers))
+        assert claim.verdict == "not testable at default" and f"{len(layers)} layers" in claim.interval
 
 
 def test_a3_note_says_what_sharpens():
@@ -241,35 +277,37 @@ def test_a3_vs_softmax_table_per_layer():
 
 def test_diffuse_uses_yat_b_not_yat():
     holds = entropy_frame({"softmax": (0.5, 0.2, 0.1), "yat_b": (0.7, 0.0, 0.4), "yat": (0.4, 0.3, 0.1)})
-    assert is_verdict(run_check(claims.kernel_more_diffuse, entropy=holds), claims.HOLDS)
+    assert run_check(claims.kernel_more_diffuse, entropy=holds).verdict == HOLDS
     fails = entropy_frame({"softmax": (0.5, 0.2, 0.1), "yat_b": (0.4, 0.3, 0.1), "yat": (0.7, 0.0, 0.4)})
     claim = run_check(claims.kernel_more_diffuse, protocol="smoke", entropy=fails)
-    assert claim.verdict == "not reproduced at smoke"
+    assert claim.verdict == CONTRADICTED
     assert "0.74" in claim.note and "yat_b's maps" in claim.note
 
 
-def test_diffuse_with_more_sharp_rows_is_partly():
+def test_diffuse_reports_the_share_of_sharp_rows_beside_its_verdict():
     frame = entropy_frame({"softmax": (0.5, 0.1, 0.1), "yat_b": (0.6, 0.2, 0.4)})
-    assert is_verdict(run_check(claims.kernel_more_diffuse, entropy=frame), claims.PARTLY)
+    claim = run_check(claims.kernel_more_diffuse, entropy=frame)
+    assert claim.verdict == HOLDS and "share of sharp rows, yat_b − softmax: +10.0%" in claim.note
 
 
-def test_diffuse_without_softmax_is_untested():
+def test_diffuse_without_softmax_is_not_testable():
     frame = entropy_frame({"yat_b": (0.6, 0.2, 0.4)})
-    assert run_check(claims.kernel_more_diffuse, entropy=frame).verdict == claims.UNTESTED
+    assert run_check(claims.kernel_more_diffuse, entropy=frame).verdict == "not testable at paper"
 
 
 # ---- score scale
 
 
-@pytest.mark.parametrize("kernel_max, outcome", [(5000.0, claims.HOLDS), (500.0, claims.PARTLY),
-                                                 (40.0, claims.FAILS)])
+@pytest.mark.parametrize("kernel_max, outcome", [(5000.0, HOLDS), (150.0, INCONCLUSIVE), (40.0, CONTRADICTED)])
 def test_kernel_scores_larger(kernel_max, outcome):
-    scores = score_frame({"softmax": {0: [10.0, 30.0], 1: [20.0, 40.0]},
-                          "yat": {0: [kernel_max, kernel_max / 2], 1: [kernel_max / 4, kernel_max / 4]}})
+    # per seed yat / softmax: kernel_max, 1.4 kernel_max / 2, kernel_max / 1.5 over a softmax max of 1, 2, 1
+    scores = score_frame({"softmax": {0: [0.5, 1.0], 1: [2.0, 1.0], 2: [1.0, 1.0]},
+                          "yat": {0: [kernel_max, kernel_max / 2], 1: [1.4 * kernel_max, 1.0],
+                                  2: [kernel_max / 1.5, 1.0]}})
     claim = run_check(claims.kernel_scores_larger, score_scale=scores)
-    assert is_verdict(claim, outcome)
-    # per seed, the mean over layers of the max: softmax 20 and 30, so the range reads 20–30
-    assert "vs 20–30" in claim.measured
+    assert claim.verdict == outcome and claim.seeds == 3
+    # per seed, the mean over layers of the max: softmax 0.75, 1.5 and 1
+    assert "vs 0.75–1.5" in claim.measured
     assert "17,000–68,000" in claim.published
 
 
@@ -309,14 +347,16 @@ def test_mass_by_correctness(monkeypatch):
 
 
 def test_mass_auroc_null():
-    near = pd.DataFrame({"variant": ["yat", "yat", "yat_b"], "lr": 3e-3, "seed": [0, 1, 0],
-                         "mass_auroc": [0.51, 0.49, 0.52], "mass_correct_mean": [2.0, 3.0, 4.0],
-                         "mass_wrong_mean": [2.5, 3.5, 4.5]})
+    near = pd.DataFrame({"variant": ["yat"] * 4 + ["yat_b"] * 4, "lr": 3e-3, "seed": [0, 1, 2, 3] * 2,
+                         "mass_auroc": [0.505, 0.500, 0.510, 0.495, 0.512, 0.508, 0.515, 0.510],
+                         "mass_correct_mean": [2.0] * 8, "mass_wrong_mean": [2.5] * 8})
     claim = run_check(claims.mass_auroc_null, mass_auroc=near)
-    assert is_verdict(claim, claims.HOLDS)
-    assert "yat 2.5 vs 3" in claim.note
-    far = near.assign(mass_auroc=[0.6, 0.58, 0.52])
-    assert is_verdict(run_check(claims.mass_auroc_null, mass_auroc=far), claims.FAILS)
+    assert claim.verdict == HOLDS and claim.seeds == 4
+    assert "yat 2 vs 2.5" in claim.note and claim.interval.startswith("yat: 95% CI [")
+    far = near.assign(mass_auroc=[0.60, 0.58, 0.61, 0.59, 0.512, 0.508, 0.515, 0.510])
+    assert run_check(claims.mass_auroc_null, mass_auroc=far).verdict == CONTRADICTED
+    wide = near.assign(mass_auroc=[0.45, 0.55, 0.60, 0.40, 0.512, 0.508, 0.515, 0.510])
+    assert run_check(claims.mass_auroc_null, mass_auroc=wide).verdict == INCONCLUSIVE
 
 
 def brute_force_auroc(mass, correct):
@@ -422,53 +462,69 @@ def test_grid_resolved_auto_adds_contest_cells_once():
 
 
 def test_kernel_gap():
-    holds = contest_frame({"softmax": 1.4923, "yat_b": 1.5089, "yat": 1.5163})
-    claim = run_check(claims.kernel_gap, contest=holds)
-    assert is_verdict(claim, claims.HOLDS) and "yat_b" in claim.measured and "mixes" in claim.note
-    kernel_wins = contest_frame({"softmax": 1.52, "yat_b": 1.50})
-    assert is_verdict(run_check(claims.kernel_gap, contest=kernel_wins), claims.FAILS)
+    holds = contest_frames({"softmax": [1.4923, 1.4900, 1.4950], "yat_b": [1.5089, 1.5070, 1.5110],
+                            "yat": [1.5163, 1.5140, 1.5190]}, lrs={"softmax": 3e-4})
+    claim = run_check(claims.kernel_gap, **holds)
+    assert claim.verdict == HOLDS and claim.measured.startswith("yat_b +1.1") and "mixes" in claim.note
+    assert "the other kernel: yat" in claim.note and "softmax at 3e-4" in claim.note
+    kernel_wins = contest_frames({"softmax": [1.52, 1.53, 1.51], "yat_b": [1.50, 1.51, 1.49]})
+    assert run_check(claims.kernel_gap, **kernel_wins).verdict == CONTRADICTED
 
 
-def _sweep(variant, losses, diverged=()):
-    return pd.DataFrame([{"variant": variant, "lr": lr, "best_val_loss": loss, "final_val_loss": loss,
-                          "diverged": lr in diverged, "diverged_step": np.nan} for lr, loss in losses.items()])
+def _sweep(variant, losses, diverged=(), seeds=(0,)):
+    """losses: lr -> loss (the same at every seed, plus a little per seed); diverged: (lr, seed) or lr."""
+    return pd.DataFrame([{"variant": variant, "lr": lr, "seed": s, "best_val_loss": loss + 0.001 * s,
+                          "final_val_loss": loss, "diverged": lr in diverged or (lr, s) in diverged,
+                          "diverged_step": np.nan} for lr, loss in losses.items() for s in seeds])
 
 
 def test_softmax_dies_at_high_lr():
-    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58})
-    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies), claims.HOLDS)
-    diverged = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=(1e-2,))
-    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged), claims.HOLDS)
-    lives = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.52})
-    assert is_verdict(run_check(claims.softmax_dies_at_high_lr, lr_sweep=lives), claims.FAILS)
-    no_top = _sweep("softmax", {3e-4: 1.48, 3e-3: 1.52})
-    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=no_top).verdict == claims.UNTESTED
+    seeds = (0, 1, 2)
+    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58}, seeds=seeds)
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies).verdict == HOLDS
+    diverged = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=(1e-2,), seeds=seeds)
+    claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged)
+    assert claim.verdict == HOLDS and "diverged on 3/3" in claim.measured
+    lives = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.52}, seeds=seeds)
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=lives).verdict == CONTRADICTED
+    one_seed = _sweep("softmax", {3e-4: 1.48, 1e-2: 2.58})
+    claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=one_seed)
+    assert claim.verdict == INCONCLUSIVE and ONE_SEED in claim.interval and claim.seeds == 1
+    some = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=((1e-2, 0),), seeds=seeds)
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=some).verdict == INCONCLUSIVE
+    no_top = _sweep("softmax", {3e-4: 1.48, 3e-3: 1.52}, seeds=seeds)
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=no_top).verdict == "not testable at paper"
 
 
 def test_kernel_lr_band():
-    narrow = _sweep("yat", {3e-4: 1.5166, 1e-3: 1.5098, 3e-3: 1.5007, 1e-2: 1.5092})
-    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=narrow), claims.HOLDS)
-    wide = _sweep("yat", {3e-4: 1.5, 1e-2: 1.8})
-    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=wide), claims.FAILS)
-    diverged = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5}, diverged=(1e-2,))
-    assert is_verdict(run_check(claims.kernel_lr_band, lr_sweep=diverged), claims.FAILS)
+    seeds = (0, 1, 2)
+    narrow = _sweep("yat", {3e-4: 1.5066, 1e-3: 1.5098, 3e-3: 1.5007, 1e-2: 1.5092}, seeds=seeds)
+    assert run_check(claims.kernel_lr_band, lr_sweep=narrow).verdict == HOLDS
+    wide = _sweep("yat", {3e-4: 1.5, 1e-2: 1.8}, seeds=seeds)
+    assert run_check(claims.kernel_lr_band, lr_sweep=wide).verdict == CONTRADICTED
+    diverged = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5}, diverged=(1e-2,), seeds=seeds)
+    assert run_check(claims.kernel_lr_band, lr_sweep=diverged).verdict == CONTRADICTED
+    one_seed = run_check(claims.kernel_lr_band, lr_sweep=_sweep("yat", {3e-4: 1.5, 1e-2: 1.8}))
+    assert one_seed.verdict == INCONCLUSIVE and ONE_SEED in one_seed.interval
 
 
 def test_a3_valid_distributions_and_start():
     good = pd.DataFrame({"seed": [0], "max_diff_vs_softmax": [0.02], "max_diff_vs_tempered_softmax": [1e-4],
                          "max_row_sum_error": [3e-4]})
-    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=good).verdict == "holds at smoke"
+    valid = run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=good)
+    assert valid.verdict == BY_CONSTRUCTION and valid.interval.startswith("none needed")
     bad = good.assign(max_row_sum_error=[0.1])
-    # a construction property: it fails at any protocol, never "not reproduced"
-    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=bad).verdict == "fails at smoke"
+    # a construction property: the maps breaking it contradict it at any protocol
+    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=bad).verdict == CONTRADICTED
     start = run_check(claims.a3_starts_at_softmax, protocol="smoke", a3_init=good)
-    assert start.verdict == "fails at smoke" and "temperature 1.050" in start.measured
+    assert start.verdict == CONTRADICTED and "temperature 1.050" in start.measured
     exact = good.assign(max_diff_vs_softmax=[1e-5], max_diff_vs_tempered_softmax=[1e-5])
-    assert is_verdict(run_check(claims.a3_starts_at_softmax, a3_init=exact), claims.HOLDS)
+    assert run_check(claims.a3_starts_at_softmax, a3_init=exact).verdict == BY_CONSTRUCTION
 
 
 def test_a3_overhead_small():
     small = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [2_719_169, 2_720_000]})
-    assert is_verdict(run_check(claims.a3_overhead_small, params=small), claims.HOLDS)
+    assert run_check(claims.a3_overhead_small, params=small).verdict == BY_CONSTRUCTION
     large = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [1000, 1100]})
-    assert is_verdict(run_check(claims.a3_overhead_small, params=large), claims.FAILS)
+    claim = run_check(claims.a3_overhead_small, params=large)
+    assert claim.verdict == CONTRADICTED and "fixed cost" in claim.note

@@ -24,7 +24,7 @@ from attnlab.pipeline.figures import (VARIANT_MARKERS, char_label, contest_cells
 from attnlab.pipeline.figures import lr_sweep, mass_auroc, reading, score_orbit
 
 FIGURE_MODULES = ("loss_curves", "lr_sweep", "depth_grid", "training_maps", "reading", "score_orbit", "scalars",
-                  "a3_gates", "entropy", "score_scale", "mass_auroc")
+                  "a3_gates", "entropy", "score_scale", "mass_auroc", "paired_differences")
 # The variants the project names; every figure tells them apart by marker as well as by colour.
 NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
 TINY_STYLE = json.dumps({"dpi": 40, "gif_frames": 3, "map_layer": 9, "map_head": 9})
@@ -250,8 +250,13 @@ def tiny_tables(tmp_path_factory):
     sweep = sweep[sweep.lr.isin([0.001, 0.01])]
     sweep[["variant", "lr", "best_val_loss", "final_val_loss", "diverged", "diverged_step"]].to_csv(
         tables / "lr_sweep.csv", index=False)
-    pd.DataFrame({"variant": variants, "lr": [f"{contest_lr[v]:g}" for v in variants], "n_seeds": 2}).to_csv(
-        tables / "contest.csv", index=False)
+    from attnlab.pipeline.tables import best_lr_table, contest_table
+
+    spec = {"variants": variants, "contest_lr": contest_lr, "contest_seeds": [0, 1], "auto": ["a3"],
+            "sweep_lrs": [0.001, 0.01], "sweep_seed": 0}
+    contest = contest_table(runs, spec)
+    contest.to_csv(tables / "contest.csv", index=False)
+    best_lr_table(runs, spec, contest).to_csv(tables / "best_lr.csv", index=False)
     pd.DataFrame([{"variant": v, "lr": contest_lr[v], "seed": s, "layer": layer, "mean_max_score": 2.0 + layer,
                    "max_score": 3.0 + layer + s, "seed_mean_over_layers_of_max_score": 3.5 + s}
                   for v in variants for s in (0, 1) for layer in (0, 1)]).to_csv(tables / "score_scale.csv",
@@ -270,6 +275,9 @@ def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
         argv += ["--sweep", str(tables / "lr_sweep.csv"), "--contest", str(tables / "contest.csv")]
     elif name == "score_scale":
         argv += ["--score-scale", str(tables / "score_scale.csv"), "--contest", str(tables / "contest.csv")]
+    elif name == "paired_differences":
+        argv += ["--runs", str(tables / "runs.csv"), "--contest", str(tables / "contest.csv"),
+                 "--best-lr", str(tables / "best_lr.csv")]
     elif name != "score_orbit":  # the analytic figure reads no run at all
         argv += ["--runs", str(tables / "runs.csv"), "--contest", str(tables / "contest.csv")]
     if name == "loss_curves":
@@ -299,6 +307,27 @@ def test_a3_gates_shows_the_net_effect_on_entropy_not_only_the_gate(tiny_tables)
     assert "softer" not in fig._suptitle.get_text(), "the title must not read the gate alone as softer rows"
     import matplotlib.pyplot as plt
 
+    plt.close(fig)
+
+
+def test_the_forest_plot_draws_each_interval_and_says_when_there_is_none():
+    import matplotlib.pyplot as plt
+
+    from attnlab.pipeline import statistics
+    from attnlab.pipeline.figures import paired_differences
+
+    contest = pd.DataFrame({"variant": ["softmax", "yat", "a3"], "lr": [3e-3, 3e-3, 1e-2],
+                            "lr_choice": ["given", "given", "auto"], "delta_vs_softmax": [0.0, 0.05, -0.03],
+                            "delta_ci_low": [0.0, 0.02, np.nan], "delta_ci_high": [0.0, 0.08, np.nan],
+                            "wins": ["0/3", "0/3", "1/1"]})
+    fig = paired_differences.draw(contest, None, {"yat": (0.04, 0.05, 0.06)}, parse_style(TINY_STYLE))
+    ax = fig.axes[0]
+    bars = [line for line in ax.lines if list(line.get_xdata()) == [0.02, 0.08]]
+    assert len(bars) == 1, "yat's interval is drawn from the contest table's bounds"
+    texts = [t.get_text() for t in ax.texts]
+    assert "wins 0/3 seeds" in texts and statistics.ONE_SEED in texts
+    labels = [t.get_text() for t in ax.get_yticklabels()]
+    assert labels == ["yat\ncontest LR 0.003", "a3\ncontest LR 0.01 (auto)"], "softmax is the zero line, not a row"
     plt.close(fig)
 
 

@@ -1,0 +1,326 @@
+"""Paired comparisons by seed, their intervals and the ledger's verdicts, on synthetic data (JAX-free)."""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from attnlab.core.config import validate_config
+from attnlab.core.errors import ConfigError
+from attnlab.pipeline import claims, statistics, tables
+from attnlab.pipeline.grid import grid
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+
+PUB = claims.published()
+
+
+# ---- the interval
+
+
+def test_the_interval_covers_the_true_mean_about_95_percent_of_the_time():
+    rng = np.random.default_rng(2026)
+    true_mean, covered, trials = 0.03, 0, 2000
+    for _ in range(trials):
+        n = int(rng.integers(2, 8))
+        seed_effect = rng.normal(0, 0.5, n)  # shared by both variants of a seed: pairing removes it
+        first = dict(enumerate(1.5 + seed_effect + true_mean + rng.normal(0, 0.02, n)))
+        second = dict(enumerate(1.5 + seed_effect + rng.normal(0, 0.02, n)))
+        estimate = statistics.paired(first, second)
+        covered += estimate.low <= true_mean <= estimate.high
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
+
+
+def test_a_ratio_interval_covers_the_true_ratio_about_95_percent_of_the_time():
+    rng = np.random.default_rng(7)
+    true_ratio, covered, trials = 3.0, 0, 1500
+    for _ in range(trials):
+        base = np.exp(rng.normal(3, 1, 4))
+        first = dict(enumerate(base * true_ratio * np.exp(rng.normal(0, 0.3, 4))))
+        estimate = statistics.paired(first, dict(enumerate(base)), ratio=True)
+        covered += estimate.low <= true_ratio <= estimate.high
+    assert 0.93 <= covered / trials <= 0.97, covered / trials
+
+
+def test_the_interval_is_scipys_t_interval_of_the_paired_differences():
+    first, second = {0: 1.50, 1: 1.52, 2: 1.49}, {0: 1.53, 1: 1.56, 2: 1.51}
+    estimate = statistics.paired(first, second)
+    low, high = stats.ttest_rel([1.50, 1.52, 1.49], [1.53, 1.56, 1.51]).confidence_interval(0.95)
+    assert (estimate.low, estimate.high) == pytest.approx((low, high), abs=1e-12)
+    assert estimate.mean == pytest.approx(-0.03) and estimate.wins == 3 and estimate.wins_text == "3/3"
+
+
+def test_pairing_really_pairs_shuffling_one_variants_seeds_changes_the_interval():
+    rng = np.random.default_rng(0)
+    seed_effect = rng.normal(0, 0.3, 6)  # large between seeds, shared within a seed
+    first = {s: 1.5 + e - 0.02 + rng.normal(0, 0.003) for s, e in enumerate(seed_effect)}
+    second = {s: 1.5 + e + rng.normal(0, 0.003) for s, e in enumerate(seed_effect)}
+    paired = statistics.paired(first, second)
+    shuffled = statistics.paired(dict(zip(np.roll(list(first), 1), first.values())), second)
+    assert paired.mean == pytest.approx(shuffled.mean)  # the same values, so the same mean...
+    assert paired.high < 0 < shuffled.high  # ...but only the true pairs resolve the difference
+    assert (shuffled.high - shuffled.low) > 10 * (paired.high - paired.low)
+
+
+def test_only_the_seeds_both_variants_have_are_paired():
+    estimate = statistics.paired({0: 1.0, 1: 2.0, 5: 9.0}, {0: 0.5, 1: 1.0, 2: 0.0})
+    assert estimate.seeds == (0, 1) and estimate.values == pytest.approx((0.5, 1.0)) and estimate.n == 2
+
+
+def test_more_seeds_narrow_the_interval():
+    rng = np.random.default_rng(1)
+    widths = []
+    for n in (3, 5, 10, 20):
+        runs = [statistics.mean_interval(rng.normal(0.0, 1.0, n)) for _ in range(300)]
+        widths.append(np.mean([e.high - e.low for e in runs]))
+    assert all(a > b for a, b in zip(widths, widths[1:])), widths
+
+
+def test_one_seed_has_no_interval_and_says_so():
+    estimate = statistics.paired({0: 1.40}, {0: 1.45})
+    assert estimate.n == 1 and not estimate.has_interval and math.isnan(estimate.low)
+    assert estimate.reason == statistics.ONE_SEED
+    assert statistics.interval_text(estimate) == statistics.ONE_SEED
+    assert statistics.describe(estimate) == f"-0.0500 ({statistics.ONE_SEED})"
+    assert statistics.paired({0: 1.0}, {1: 1.0}).reason == statistics.NO_SEED
+
+
+def test_a_ratio_is_the_mean_log_ratio_reported_back_as_a_ratio():
+    estimate = statistics.paired({0: 400.0, 1: 100.0}, {0: 100.0, 1: 100.0}, ratio=True)
+    assert estimate.mean == pytest.approx(2.0)  # exp(mean(log 4, log 1)), not the mean ratio 2.5
+    assert estimate.values == pytest.approx((4.0, 1.0))
+    assert estimate.low < 2.0 < estimate.high and estimate.low > 0
+
+
+def test_seeds_to_resolve_is_the_first_count_whose_interval_clears_the_threshold():
+    estimate = statistics.mean_interval([0.010, 0.018, 0.004], seeds=[0, 1, 2])
+    assert estimate.low < 0 < estimate.high
+    needed = statistics.seeds_to_resolve(estimate, 0.0)
+    half = lambda n: stats.t.ppf(0.975, n - 1) * estimate.spread / math.sqrt(n)  # noqa: E731
+    assert half(needed) < estimate.mean <= half(needed - 1)
+    assert statistics.seeds_to_resolve(statistics.mean_interval([1.0]), 0.0) is None  # no spread to go by
+    on_it = statistics.mean_interval([-1.0, 1.0])
+    assert statistics.seeds_to_resolve(on_it, 0.0) == math.inf
+
+
+# ---- the verdicts
+
+
+@pytest.mark.parametrize("values, word", [
+    ([0.30, 0.32, 0.31], HOLDS),  # the interval lies above 0.2
+    ([0.05, 0.40, 0.20], INCONCLUSIVE),  # it spans 0.2
+    ([0.10, 0.12, 0.11], CONTRADICTED),  # it lies below 0.2
+])
+def test_a_one_sided_claim_holds_spans_or_is_contradicted(values, word):
+    verdict = statistics.one_sided(statistics.mean_interval(values), 0.2, above=True)
+    assert verdict.word == word
+    assert (verdict.seeds_to_resolve is not None) == (word == INCONCLUSIVE)
+    if word == INCONCLUSIVE:
+        assert "seeds would resolve it" in verdict.resolution
+
+
+@pytest.mark.parametrize("values, word", [
+    ([1.010, 1.012, 1.011], HOLDS),
+    ([1.000, 1.020, 1.035], INCONCLUSIVE),
+    ([1.050, 1.052, 1.051], CONTRADICTED),
+])
+def test_a_range_claim_holds_spans_or_is_contradicted(values, word):
+    assert statistics.in_range(statistics.mean_interval(values), 1.005, 1.025).word == word
+
+
+def test_one_seed_is_inconclusive_on_either_side():
+    above = statistics.one_sided(statistics.mean_interval([5.0]), 0.2, above=True)
+    below = statistics.one_sided(statistics.mean_interval([-5.0]), 0.2, above=True)
+    assert above.word == below.word == INCONCLUSIVE and above.reason == statistics.ONE_SEED
+    assert "falls on" in above.resolution and "falls against" in below.resolution
+    assert "two or more seeds would give an interval" in above.resolution
+
+
+def test_a_claim_of_parts_needs_every_part():
+    holds, spans = statistics.Verdict(HOLDS), statistics.Verdict(INCONCLUSIVE, "", 7)
+    assert statistics.every(holds, holds).word == HOLDS
+    assert statistics.every(holds, spans).word == INCONCLUSIVE and statistics.every(holds, spans).seeds_to_resolve == 7
+    assert statistics.every(spans, statistics.Verdict(CONTRADICTED)).word == CONTRADICTED
+
+
+# ---- the verdicts of ledger rows, on small synthetic tables
+
+
+def contest_tables(kernel_gaps, lr=3e-3, protocol="paper"):
+    """runs and contest tables of softmax and yat_b over len(kernel_gaps) seeds; yat_b = softmax * (1 + gap)."""
+    soft = [1.49 + 0.01 * s for s in range(len(kernel_gaps))]
+    rows = [{"variant": "softmax", "lr": 3e-4, "seed": s, "best_val_loss": v, "diverged": False, "n_params": 10,
+             "config.name": protocol} for s, v in enumerate(soft)]
+    rows += [{"variant": "yat_b", "lr": lr, "seed": s, "best_val_loss": v * (1 + g), "diverged": False,
+              "n_params": 10, "config.name": protocol} for s, (v, g) in enumerate(zip(soft, kernel_gaps))]
+    runs = pd.DataFrame(rows)
+    spec = {"variants": ["softmax", "yat_b"], "contest_lr": {"softmax": 3e-4, "yat_b": lr},
+            "contest_seeds": list(range(len(kernel_gaps))), "sweep_lrs": [], "sweep_seed": 0}
+    return {"runs": runs, "contest": tables.contest_table(runs, spec)}
+
+
+@pytest.mark.parametrize("gaps, word", [
+    ([0.012, 0.013, 0.011, 0.012], HOLDS),  # inside the "about 1%" band
+    ([0.004, 0.020, 0.012], INCONCLUSIVE),  # across its lower edge
+    ([0.060, 0.062, 0.058, 0.061], CONTRADICTED),  # clear of it
+])
+def test_the_kernel_gap_row_on_an_interval_inside_across_and_outside_its_band(gaps, word):
+    claim = claims.kernel_gap(contest_tables(gaps), PUB, "paper")
+    assert claim.verdict == word and claim.seeds == len(gaps)
+    assert claim.interval.startswith("yat_b: 95% CI [")
+    assert (claim.seeds_to_resolve is not None) == (word == INCONCLUSIVE)
+
+
+def test_a_ledger_row_of_one_seed_is_inconclusive_and_says_it_has_no_interval():
+    claim = claims.kernel_gap(contest_tables([0.012]), PUB, "paper")
+    assert claim.verdict == INCONCLUSIVE and claim.seeds == 1
+    assert statistics.ONE_SEED in claim.interval and "two or more seeds" in claim.resolution
+
+
+def test_early_and_deep_layers_are_not_testable_with_two_layers():
+    table = pd.DataFrame({"layer": [0, 1], "entropy_diff": [0.1, -0.1], "a3_entropy": [0.7, 0.5],
+                          "softmax_entropy": [0.6, 0.6]})
+    claim = claims.a3_early_layers_softer({"a3_vs_softmax_entropy": table}, PUB, "smoke")
+    assert claim.verdict == "not testable at smoke" and "2 layers" in claim.interval
+
+
+def test_every_verdict_of_a_ledger_is_one_of_the_five_words_and_every_row_keeps_its_protocol():
+    t = contest_tables([0.012, 0.013, 0.011], protocol="smoke")
+    ledger = claims.ledger(t)
+    assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
+    assert (ledger.protocol == "smoke").all() and ledger.source.isin(list(claims.POSTS)).all()
+    assert (ledger.interval.str.len() > 0).all(), "every row states its interval or why it has none"
+
+
+# ---- the contest table, recomputed by a third party from runs.csv
+
+
+def synthetic_runs(rng, variants=("softmax", "yat", "yat_b", "a3"), seeds=(0, 1, 2, 3)):
+    lrs = {"softmax": 3e-4, "yat": 3e-3, "yat_b": 3e-3, "a3": 1e-2}
+    rows = []
+    for s in seeds:
+        shared = rng.normal(0, 0.02)
+        for v in variants:
+            rows.append({"variant": v, "lr": lrs[v], "seed": s, "best_val_loss": 1.5 + shared + rng.normal(0, 0.01),
+                         "diverged": False, "n_params": 100})
+            rows.append({"variant": v, "lr": 1e-3, "seed": s, "best_val_loss": 9.0, "diverged": False,
+                         "n_params": 100})  # another LR: must not enter the contest
+    spec = {"variants": list(variants), "contest_lr": lrs, "contest_seeds": [0, 1, 2], "auto": ["a3"],
+            "sweep_lrs": [1e-3], "sweep_seed": 0}
+    return pd.DataFrame(rows), spec
+
+
+def recompute_contest_columns(runs: pd.DataFrame, contest: pd.DataFrame) -> pd.DataFrame:
+    """What a reader would do with runs.csv and scipy: each variant at its contest LR against softmax at its own,
+    over the contest seeds both have, paired t-interval at 95%."""
+    def cells(variant):
+        row = contest[contest.variant == variant].iloc[0]
+        seeds = [int(s) for s in str(row.seeds).split()]
+        own = runs[(runs.variant == variant) & np.isclose(runs.lr, float(row.lr)) & runs.seed.isin(seeds)]
+        return own.set_index("seed").best_val_loss
+
+    soft = cells("softmax")
+    rows = []
+    for variant in contest.variant:
+        both = pd.concat([cells(variant), soft], axis=1, join="inner").sort_index()
+        a, b = both.iloc[:, 0].to_numpy(), both.iloc[:, 1].to_numpy()
+        if variant == "softmax":
+            low = high = 0.0
+        else:
+            low, high = stats.ttest_rel(a, b).confidence_interval(0.95)
+        rows.append({"variant": variant, "delta_vs_softmax": float(np.mean(a - b)), "delta_ci_low": low,
+                     "delta_ci_high": high, "wins": f"{int((a < b).sum())}/{len(a)}"})
+    return pd.DataFrame(rows)
+
+
+def test_a_third_party_recomputes_the_contest_columns_from_runs_csv(tmp_path):
+    runs, spec = synthetic_runs(np.random.default_rng(3))
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    tables.write_table(tables.contest_table(runs, spec), tmp_path / "contest")
+    contest = pd.read_csv(tmp_path / "contest.csv")
+    mine = contest[["variant", "delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins"]]
+    theirs = recompute_contest_columns(pd.read_csv(tmp_path / "runs.csv"), contest)
+    pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs, atol=1e-4, check_dtype=False)
+    assert list(contest.lr_choice) == ["given", "given", "given", "auto"]
+    assert (contest.n_paired == 3).all()
+
+
+def test_the_contest_pairs_only_the_seeds_softmax_also_has():
+    runs, spec = synthetic_runs(np.random.default_rng(4))
+    runs = runs[~((runs.variant == "softmax") & (runs.seed == 2))]
+    contest = tables.contest_table(runs, spec).set_index("variant")
+    assert contest.loc["yat", "n_seeds"] == 3 and contest.loc["yat", "n_paired"] == 2
+    assert contest.loc["yat", "wins"].endswith("/2")
+
+
+@pytest.mark.slow
+def test_the_smoke_builds_contest_columns_recompute_from_its_runs_csv(smoke_workspace):
+    built = smoke_workspace / "results" / "tables"
+    contest = pd.read_csv(built / "contest.csv")
+    theirs = recompute_contest_columns(pd.read_csv(built / "runs.csv"), contest)
+    mine = contest[["variant", "delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins"]]
+    pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs, atol=1e-4, check_dtype=False)
+    ledger = pd.read_csv(built / "ledger.csv")
+    assert len(ledger) == len(claims.CHECKS)
+    assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
+    assert (smoke_workspace / "results" / "figures" / "paired_differences.png").stat().st_size > 1000
+    assert (built / "best_lr.csv").is_file()
+
+
+# ---- the sweep at several seeds
+
+
+CFG = {"name": "t", "variants": ["softmax", "a3"],
+       "contest": {"seeds": [0, 1, 2], "lr": {"softmax": 3.0e-3, "a3": "auto"}},
+       "sweep": {"seed": 0, "lrs": [1.0e-3, 3.0e-3]}}
+
+
+def test_a_config_without_sweep_seeds_keeps_its_one_sweep_seed_and_its_cells():
+    cfg = validate_config(copy.deepcopy(CFG))
+    assert cfg["sweep"]["seeds"] == [0]
+    spec = grid(cfg, {"a3": 1e-3})
+    old_cells = {(v, lr, 0) for v in CFG["variants"] for lr in (1e-3, 3e-3)}
+    old_cells |= {(v, lr, s) for v, lr in (("softmax", 3e-3), ("a3", 1e-3)) for s in (0, 1, 2)}
+    assert spec["cells"] == sorted(old_cells)
+
+
+def test_sweep_seeds_train_the_sweep_at_each_seed():
+    cfg = validate_config(copy.deepcopy(CFG) | {"sweep": {"seeds": [0, 5], "lrs": [1.0e-3, 3.0e-3]}})
+    assert cfg["sweep"]["seed"] == 0
+    sweep_cells = {c for c in grid(cfg)["cells"] if c[0] == "a3"}
+    assert sweep_cells == {("a3", lr, s) for lr in (1e-3, 3e-3) for s in (0, 5)}
+    with pytest.raises(ConfigError, match=r"sweep\.seed: 3 is not one of sweep\.seeds"):
+        validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 3, "seeds": [0, 5], "lrs": [1.0e-3]}})
+
+
+def test_the_best_sweep_lr_is_the_lowest_mean_over_the_sweep_seeds_without_a_divergence():
+    cells = pd.DataFrame({"lr": [1e-3, 1e-3, 3e-3, 3e-3, 1e-2, 1e-2], "seed": [0, 1] * 3,
+                          "best_val_loss": [1.50, 1.60, 1.56, 1.52, 1.40, 1.41],
+                          "diverged": [False, False, False, False, False, True]})
+    choice = tables.best_sweep_lr(cells)
+    assert choice["lr"] == 3e-3 and choice["best_val_loss"] == pytest.approx(1.54)  # 1e-2 diverged on a seed
+    assert tables.best_sweep_lr(cells.assign(diverged=True)) is None
+
+
+def test_best_lr_table_pairs_over_the_sweep_seeds_and_says_when_it_has_no_interval():
+    rows = [{"variant": v, "lr": lr, "seed": s, "best_val_loss": loss + 0.01 * s, "final_val_loss": 2.0,
+             "diverged": False, "diverged_step": None, "n_params": 1}
+            for v, by_lr in {"softmax": {1e-3: 1.60, 3e-3: 1.50}, "yat": {1e-3: 1.55, 3e-3: 1.58}}.items()
+            for lr, loss in by_lr.items() for s in (0, 1, 2)]
+    runs = pd.DataFrame(rows)
+    spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0, 1, 2],
+            "sweep_lrs": [1e-3, 3e-3], "sweep_seed": 0, "sweep_seeds": [0, 1, 2]}
+    best = tables.best_lr_table(runs, spec, tables.contest_table(runs, spec)).set_index("variant")
+    assert best.loc["yat", "best_lr"] == 1e-3 and best.loc["yat", "n_sweep_seeds"] == 3
+    assert best.loc["yat", "delta_vs_softmax"] == pytest.approx(0.05)
+    assert best.loc["yat", "contest_delta_vs_softmax"] == pytest.approx(0.08)
+    assert best.loc["yat", "interval_note"] == ""
+    one = spec | {"sweep_seeds": [0]}
+    single = tables.best_lr_table(runs, one, tables.contest_table(runs, spec)).set_index("variant")
+    assert single.loc["yat", "interval_note"] == statistics.ONE_SEED and math.isnan(single.loc["yat", "delta_ci_low"])
+    shown = tables.best_lr_display(single.reset_index())
+    assert statistics.ONE_SEED in shown.iloc[1, 3]
