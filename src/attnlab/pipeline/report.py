@@ -64,6 +64,7 @@ figure.paper figcaption { font-size: 0.9em; color: #333; margin: 0.5em auto 0 au
 .jp-RenderedHTMLCommon table.paper th.num { white-space: normal; }
 .jp-RenderedHTMLCommon table.paper.ledger { font-size: 0.8em; }
 .jp-RenderedHTMLCommon table.paper td { overflow-wrap: anywhere; }
+.jp-RenderedHTMLCommon table.paper td:first-child { overflow-wrap: normal; }
 .jp-RenderedHTMLCommon table.paper span.verdict { font-weight: 600; padding: 0 0.3em; border-radius: 3px; }
 span.verdict.holds { color: #0b5e3c; background: #dff3e8; }
 span.verdict.partly { color: #7a4b00; background: #fbecd0; }
