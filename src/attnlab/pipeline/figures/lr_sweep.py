@@ -1,4 +1,5 @@
-"""Best validation loss against learning rate per variant (sweep seed); diverged cells marked, never as a number."""
+"""Best validation loss against learning rate per variant (sweep seed, or the mean over the sweep seeds); diverged
+cells marked, never as a number."""
 
 from __future__ import annotations
 
@@ -18,6 +19,20 @@ ROW_HEIGHT = 0.06  # axes fraction per variant row in the diverged band, which e
 DODGE = 0.025  # decades between neighbouring variants at one LR, so coinciding points stay visible
 
 
+def seed_means(sweep: pd.DataFrame) -> pd.DataFrame:
+    """One row per variant and LR: the mean best validation loss over the sweep seeds; a cell with a diverged
+    seed counts as diverged (at its earliest diverged step), so no diverged seed is averaged into a point."""
+    if sweep.empty or "seed" not in sweep or sweep.seed.nunique() <= 1:
+        return sweep
+    rows = []
+    for (variant, lr), cells in sweep.groupby(["variant", "lr"], sort=False):
+        diverged = cells[cells.diverged.astype(bool)]
+        rows.append({"variant": variant, "lr": lr, "best_val_loss": cells.best_val_loss.astype(float).mean(),
+                     "diverged": bool(len(diverged)),
+                     "diverged_step": diverged.diverged_step.min() if len(diverged) else np.nan})
+    return pd.DataFrame(rows)
+
+
 def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     """The figure and what it marked: {'points': [(variant, lr, loss)], 'diverged': [(variant, lr, step)]}.
 
@@ -27,6 +42,8 @@ def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     """
     fig, ax = new_figure(style, 8, 5)
     marks = {"points": [], "diverged": []}
+    seeds = sweep.seed.nunique() if "seed" in sweep and not sweep.empty else 1
+    sweep = seed_means(sweep)
     if sweep.empty:
         empty_note(ax, "no sweep cells in lr_sweep.csv")
         return fig, marks
@@ -94,7 +111,8 @@ def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     if marks["diverged"]:
         handles.append(Line2D([], [], marker="x", ms=9, mew=2, color="0.3", ls="none", label="diverged"))
     ax.legend(handles=handles, fontsize=8, loc="best", framealpha=0.9)
-    ax.set_title("Learning-rate sweep at the sweep seed: best validation loss per LR")
+    where = "at the sweep seed" if seeds <= 1 else f"mean over the {seeds} sweep seeds"
+    ax.set_title(f"Learning-rate sweep {where}: best validation loss per LR")
     fig.tight_layout()
     return fig, marks
 
