@@ -27,8 +27,10 @@ from attnlab.core.bundle_format import BUNDLE_FILE, CURVE_COLUMNS, cell_dir
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
-from attnlab.training import bundle_writer
-from attnlab.training.bundle_writer import DiskFullError, FolderLock, check_out_dir, write_bundle
+from attnlab.training import bundle_writer, disk_full
+from attnlab.training.bundle_writer import check_out_dir, write_bundle
+from attnlab.training.disk_full import DiskFullError
+from attnlab.training.folder_lock import FolderLock
 from processes import attnlab, refused, run, start, trainer_args, wait_for
 from test_faults import tiny_config, tree, write_config
 
@@ -94,7 +96,7 @@ def ws(tmp_path) -> Path:
 def writer_logs_restored(monkeypatch):
     """A full disk quiets the writer loggers and closed-loop callbacks for the rest of a process: undo that here."""
     monkeypatch.setattr(sys, "unraisablehook", sys.unraisablehook)
-    saved = {name: list(logging.getLogger(name).filters) for name in bundle_writer.WRITER_LOGGERS}
+    saved = {name: list(logging.getLogger(name).filters) for name in disk_full.WRITER_LOGGERS}
     yield
     for name, filters in saved.items():
         logging.getLogger(name).filters[:] = filters

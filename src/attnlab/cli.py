@@ -85,7 +85,8 @@ def train(cfg: dict, args) -> int:
     from attnlab.core.config import cell_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
-    from attnlab.training.bundle_writer import DiskFullError, check_out_dir
+    from attnlab.training.bundle_writer import check_out_dir
+    from attnlab.training.disk_full import DiskFullError
     from attnlab.training.train import check_cell, configure_runtime, run_cell
 
     check_cell(args.variant, args.lr, args.seed)

@@ -18,8 +18,8 @@ import orbax.checkpoint as ocp
 
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.errors import ConfigError
-from attnlab.training.bundle_writer import (DiskFullError, FolderLock, disk_full_reason, is_disk_full,
-                                            orbax_writes)
+from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
+from attnlab.training.folder_lock import FolderLock
 
 MARKER = ".attnlab-checkpoints"
 ROOT_MARKER = ".attnlab-checkpoint-root"

@@ -42,8 +42,10 @@ from attnlab.core.telemetry_stats import entropy_histograms, summarise
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError, check_variant
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets)
-from attnlab.training.bundle_writer import DiskFullError, FolderLock, check_out_dir, release_locks, write_bundle
+from attnlab.training.bundle_writer import check_out_dir, write_bundle
 from attnlab.training.checkpoint import ResumeCheckpoints, save_params
+from attnlab.training.disk_full import DiskFullError
+from attnlab.training.folder_lock import FolderLock, release_locks
 from attnlab.training.model import GPT, count_params
 from attnlab.training.steps import (evaluate, evaluate_normalised, make_optimizer, probe, train_chunk,
                                    window_attention)
