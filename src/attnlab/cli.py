@@ -82,17 +82,19 @@ def print_params(cfg: dict) -> int:
 
 def train(cfg: dict, args) -> int:
     """Check the cell and --out first: nothing is fetched or computed for a command that would be refused."""
+    from attnlab.core.cell import check_cell
     from attnlab.core.config import cell_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
-    from attnlab.training.bundle_writer import check_out_dir
-    from attnlab.training.disk_full import DiskFullError
-    from attnlab.training.train import check_cell, configure_runtime, run_cell
+    from attnlab.training.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
 
     check_cell(args.variant, args.lr, args.seed)
     check_out_dir(args.out, args.variant, args.lr, args.seed)
-    configure_runtime(args.threads, args.compile_cache)
     corpus = fetch_corpus(cfg["data"], args.corpus)
+    from attnlab.training.disk_full import DiskFullError
+    from attnlab.training.train import configure_runtime, run_cell
+
+    configure_runtime(args.threads, args.compile_cache)
     try:
         run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,
                  checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant))

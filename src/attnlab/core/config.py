@@ -25,7 +25,6 @@ from attnlab.core.variants import VARIANTS
 
 SCHEMA_NAME = "config.schema.yaml"
 AUTO = "auto"
-SEED_LIMIT = 2**32  # seeds are 0 <= s < 2^32 (numpy's and JAX's seed range)
 MAX_EXPANDED_NODES = 10_000  # a config expands to far fewer YAML nodes; an alias bomb to far more
 MAX_DEPTH = 32  # configs nest 3 deep; PyYAML's composer recurses, so thousands of levels crash it
 MAX_CONFIG_BYTES = 1 << 20  # configs are a few KB of text

@@ -39,7 +39,8 @@ from attnlab.core.config_types import model_config, telemetry_config, to_json, t
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
 from attnlab.core.telemetry_stats import entropy_histograms, summarise
-from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError, check_variant
+from attnlab.core.cell import check_cell
+from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets)
 from attnlab.training.bundle_writer import check_out_dir, write_bundle
@@ -51,7 +52,6 @@ from attnlab.training.steps import (evaluate, evaluate_normalised, make_optimize
                                    window_attention)
 
 LN2 = math.log(2.0)
-SEED_LIMIT = 2**32
 
 
 @dataclass
@@ -136,15 +136,6 @@ def exit_with_parent(pid: int, poll_s: float = 1.0) -> None:
                 pass  # alive, owned by someone else
 
     threading.Thread(target=watch, daemon=True, name="exit-with-parent").start()
-
-
-def check_cell(variant: str, lr: float, seed: int) -> None:
-    """Refuse a bad cell before any compute (the command line and the rule both come through here)."""
-    check_variant(variant)
-    if not (lr > 0 and math.isfinite(lr)):
-        raise ConfigError(f"--lr must be a positive, finite number, got {lr}")
-    if not 0 <= seed < SEED_LIMIT:
-        raise ConfigError(f"--seed must be in 0 <= seed < 2^32, got {seed}")
 
 
 def cell_identity(cfg: dict, variant: str, lr: float, seed: int, code_fingerprint: str) -> str:
