@@ -185,7 +185,8 @@ def test_the_registry_names_each_kernel_variants_normaliser_and_twin():
     assert set(NORMALISER_TWINS) == {"yat", "yat_b", "yat_exp", "yat_b_exp"} <= set(VARIANTS)
 
 
-@pytest.mark.parametrize("variant", sorted(NORMALISER_TWINS))
+@pytest.mark.parametrize("variant", [v if v in ("yat", "yat_b") else pytest.param(v, marks=pytest.mark.slow)
+                                     for v in sorted(NORMALISER_TWINS)])
 def test_crossing_a_model_with_itself_reproduces_its_native_loss_exactly(variant):
     model = small_model(variant)
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
@@ -213,6 +214,7 @@ def test_the_crossover_is_the_twin_variant_with_the_same_weights(variant):
     assert abs(swapped - float(evaluate(graphdef, rest, params, x, y))) > 1e-5, "the normaliser matters"
 
 
+@pytest.mark.slow
 def test_renormalised_blockwise_path_equals_its_dense_path():
     from attnlab.training.attention.blockwise import blockwise_attention
 
@@ -329,8 +331,6 @@ def test_a3_vs_temperature_sets_each_gain_over_softmax_per_seed():
 
 
 def test_the_later_posts_softmax_kernel_is_checked_at_one_lr():
-    import pandas as pd
-
     from attnlab.pipeline import claims
 
     pub = claims.published()

@@ -81,9 +81,11 @@ CASES = [pytest.param(HEADS, 5, marks=pytest.mark.slow), (HEADS // 2, 5), pytest
          pytest.param(HEADS, 4, marks=pytest.mark.slow), pytest.param(1, 64, marks=pytest.mark.slow)]
 # One variant of each family for the quick lane's jaxpr scan (softmax, kernel with learned scalars, A3).
 SCANNED_QUICKLY = ("softmax", "yat_b", "a3")
+POSTS_VARIANTS = ("softmax", "yat", "yat_b", "a3")  # the quick lane's gradient cases; the arms run in the full suite
 
 
-@pytest.mark.parametrize("variant", list(VARIANTS))
+@pytest.mark.parametrize("variant", [v if v in POSTS_VARIANTS else pytest.param(v, marks=pytest.mark.slow)
+                                     for v in VARIANTS])
 @pytest.mark.parametrize("kv_heads,block", CASES)
 def test_blockwise_output_and_gradients_equal_dense(variant, kv_heads, block):
     score = make_score(variant)
@@ -163,6 +165,7 @@ def test_model_trains_the_same_blockwise_with_dropout(variant, kv_heads):
     assert not np.allclose(no_dropout, np.asarray(block(tokens, dropout_key=jax.random.key(5)))), "dropout acts"
 
 
+@pytest.mark.slow
 def test_probe_uses_the_dense_path():
     model = GPT(model_cfg("a3", "blockwise"), rngs=nnx.Rngs(params=0))
     tokens = jnp.zeros((1, LENGTH), jnp.int32)
@@ -212,6 +215,7 @@ def test_config_refuses_kv_heads_that_do_not_divide_heads(smoke_config):
         validate_config(cfg)
 
 
+@pytest.mark.slow
 def test_attention_bench_measures_both_paths():
     from attnlab.training.attention_bench import display, run
 

@@ -22,6 +22,7 @@ def small_model(variant, dropout=0.0, seed=0):
     return GPT(cfg, rngs=nnx.Rngs(params=seed))
 
 
+@pytest.mark.slow  # the quick lane checks every variant's paper count through `attnlab params` (test_arms)
 def test_paper_parameter_counts_match_the_published_ones():
     cfg = validate_config(yaml.safe_load((REPO / "config" / "paper.yaml").read_text()))
     counts = parameter_counts(cfg)

@@ -290,6 +290,7 @@ def copy_bundles(src: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow  # two trained cells; the quick lane's collect refusals run on one (test_faults, test_collection)
 @pytest.mark.parametrize("damage,named", [
     (lambda d: (d / "yat" / "bundle.json").unlink(), "bundle.json"),
     (lambda d: (d / "yat" / "bundle.json").write_text("{not json"), "bundle.json"),
@@ -307,6 +308,7 @@ def test_collect_stops_on_a_missing_or_corrupt_bundle_naming_the_file(two_bundle
     assert not (tmp_path / "tables" / "contest.csv").exists()
 
 
+@pytest.mark.slow
 def test_collect_cli_reports_the_path_without_a_traceback(two_bundles, tmp_path):
     root = copy_bundles(two_bundles, tmp_path / "b")
     (root / "yat" / "attention.npz").write_bytes(b"garbage")
