@@ -282,20 +282,29 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     died = [s for s in seeds if bool(top.loc[s, "diverged"])]
     if died:
         claim.measured = f"diverged on {len(died)}/{len(seeds)} sweep seeds"
-        claim.seeds = len(seeds)
-        why = "a diverged cell has no loss to put in an interval"
-        if len(died) == len(seeds) and len(seeds) >= 2:
-            claim.verdict, claim.interval = HOLDS, f"none: every seed diverged ({why})"
-        else:
-            claim.verdict = INCONCLUSIVE
-            claim.interval = f"none: {statistics.ONE_SEED}" if len(seeds) == 1 else f"none: {why}"
-            claim.resolution = ("two or more sweep seeds (sweep.seeds) would give an interval" if len(seeds) == 1
-                                else "seeds disagree: more sweep seeds (sweep.seeds) would tell")
-        return claim
+        return _judged_by_divergence(claim, len(died), len(seeds), HOLDS, "every seed diverged")
     estimate = statistics.mean_interval([top.loc[s, "best_val_loss"] - best_other[s] for s in seeds], seeds)
     claim.measured = (f"{float(top.best_val_loss.mean()):.4f} at 1e-2; against the best other LR "
                       f"{describe(estimate, unit='nats')}")
     return judged(claim, one_sided(estimate, DEATH_GAP, above=True), {"": estimate})
+
+
+def _judged_by_divergence(claim: Claim, diverged: int, seeds: int, every_seed: str, every_seed_why: str) -> Claim:
+    """A sweep claim decided by divergence, which leaves no loss to put in an interval.
+
+    `every_seed` is the verdict when every one of two or more sweep seeds
+    diverged; fewer seeds, or seeds that disagree, are inconclusive.
+    """
+    claim.seeds = seeds
+    why = "a diverged cell has no loss to put in an interval"
+    if diverged == seeds and seeds >= 2:
+        claim.verdict, claim.interval = every_seed, f"none: {every_seed_why} ({why})"
+        return claim
+    claim.verdict = INCONCLUSIVE
+    claim.interval = f"none: {statistics.ONE_SEED}" if seeds == 1 else f"none: {why}"
+    claim.resolution = ("two or more sweep seeds (sweep.seeds) would give an interval" if seeds == 1
+                        else "seeds disagree: more sweep seeds (sweep.seeds) would tell")
+    return claim
 
 
 def kernel_lr_band(t, pub, protocol) -> Claim:
@@ -313,16 +322,7 @@ def kernel_lr_band(t, pub, protocol) -> Claim:
     broken = sorted(set(sweep[sweep.diverged.astype(bool)].seed))
     if broken:
         claim.measured = f"a yat sweep cell diverged on {len(broken)}/{len(seeds)} sweep seeds"
-        claim.seeds = len(seeds)
-        why = "a diverged cell has no loss to put in an interval"
-        if len(broken) == len(seeds) and len(seeds) >= 2:
-            claim.verdict, claim.interval = CONTRADICTED, f"none: every seed had a divergence ({why})"
-        else:
-            claim.verdict = INCONCLUSIVE
-            claim.interval = f"none: {statistics.ONE_SEED}" if len(seeds) == 1 else f"none: {why}"
-            claim.resolution = ("two or more sweep seeds (sweep.seeds) would give an interval" if len(seeds) == 1
-                                else "seeds disagree: more sweep seeds (sweep.seeds) would tell")
-        return claim
+        return _judged_by_divergence(claim, len(broken), len(seeds), CONTRADICTED, "every seed had a divergence")
     band = sweep.groupby("seed").best_val_loss.agg(lambda x: (x.max() - x.min()) / x.min())
     estimate = statistics.mean_interval(band.values, band.index)
     claim.measured = f"over {sweep.lr.nunique()} LRs: {describe(estimate, lambda x: f'{x:.2%}')}"
