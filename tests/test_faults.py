@@ -241,7 +241,7 @@ def test_corpus_path_holding_another_file_is_refused_never_replaced(ws, cache, c
 def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, trained, corpus_path, cache):
     ws = tmp_path / "ws"
     ws.mkdir()
-    cfg = cell_slice(validate_config(tiny_config(train={"steps": 3000, "eval_every": 1500,
+    cfg = cell_slice(validate_config(tiny_config(train={"steps": 500, "eval_every": 250,
                                                          "checkpoint_every": 100})))
     ckpt, out = ws / "checkpoints", ws / "out"
     shutil.copytree(trained["out"], out)  # an earlier bundle of this cell: replaced at the end
@@ -262,7 +262,7 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
     assert "ignoring the checkpoint" in result.stdout and "other code" in result.stdout
     assert "resuming" not in result.stdout
     bundle = read_bundle(out)
-    assert bundle["resumed_from"] == [] and bundle["steps_done"] == 3000
+    assert bundle["resumed_from"] == [] and bundle["steps_done"] == 500
     assert bundle["provenance"]["code_fingerprint"] == "new-code"
     assert not ckpt.exists() or not any(ckpt.iterdir()), "the cell's checkpoint folder outlived its bundle"
     assert sorted(p.name for p in ws.iterdir() if p.name != "checkpoints") == ["out", "train.log"]
