@@ -57,17 +57,22 @@ def deep_block(levels: int) -> str:
     return "train:\n" + "\n".join(lines) + f"\n{'  ' * levels}1\n"
 
 
+def refused_by_loader_and_cli(path, pattern: str, *named: str) -> None:
+    """load_config raises a ConfigError matching `pattern`; `attnlab params` refuses the file naming `named`."""
+    with pytest.raises(ConfigError, match=pattern):
+        load_config(path)
+    refused(attnlab("params", "--config", path, cwd=path.parent, timeout=60), path.name, *named)
+
+
 @pytest.mark.parametrize("text,line", [
     ("name: x\nvariants: " + "[" * 3000 + "]" * 3000 + "\n", 2),  # flow style
     ("name: x\nvariants:\n" + "- " * 3000 + "softmax\n", 3),  # block style, one line
     (deep_block(MAX_DEPTH + 5), MAX_DEPTH),  # one level per line: the first line past the limit
 ], ids=["flow", "block", "lines"])
 def test_yaml_nested_thousands_deep_is_refused_naming_its_line(tmp_path, text, line):
-    path = write(tmp_path / "deep.yaml", text)
-    with pytest.raises(ConfigError, match=rf"deep.yaml: values nested more than {MAX_DEPTH} deep at line {line};"):
-        load_config(path)
-    result = attnlab("params", "--config", path, cwd=tmp_path, timeout=60)
-    refused(result, "deep.yaml", f"nested more than {MAX_DEPTH} deep at line {line}", "flatten it")
+    refused_by_loader_and_cli(write(tmp_path / "deep.yaml", text),
+                              rf"deep.yaml: values nested more than {MAX_DEPTH} deep at line {line};",
+                              f"nested more than {MAX_DEPTH} deep at line {line}", "flatten it")
 
 
 def test_nesting_within_the_limit_reaches_the_schema(tmp_path):
@@ -86,11 +91,8 @@ def test_nesting_within_the_limit_reaches_the_schema(tmp_path):
 ], ids=["list", "mapping"])
 def test_a_list_or_mapping_used_as_a_key_is_refused_naming_its_line(tmp_path, key, kind, line):
     text = key + SMOKE.read_text()
-    path = write(tmp_path / "keys.yaml", text)
-    with pytest.raises(ConfigError, match=rf"keys.yaml: {kind} used as a key at line {line};"):
-        load_config(path)
-    result = attnlab("params", "--config", path, cwd=tmp_path, timeout=60)
-    refused(result, "keys.yaml", f"{kind} used as a key at line {line}", "keys are plain names")
+    refused_by_loader_and_cli(write(tmp_path / "keys.yaml", text), rf"keys.yaml: {kind} used as a key at line {line};",
+                              f"{kind} used as a key at line {line}", "keys are plain names")
 
 
 def test_a_file_far_larger_than_any_config_is_refused_unread(tmp_path):
