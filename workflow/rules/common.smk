@@ -16,6 +16,7 @@ from attnlab.core import fingerprint as code  # noqa: E402
 from attnlab.core.errors import ConfigError  # noqa: E402
 from attnlab.pipeline import grid as attnlab_grid  # noqa: E402
 from attnlab.pipeline import paths  # noqa: E402
+from attnlab.pipeline import contract as table_contract  # noqa: E402
 
 
 # ---- one config path: the file's own values over the schema's defaults, read by the project's loader
@@ -38,11 +39,8 @@ try:
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 
-TABLE_NAMES = [
-    "contest", "lr_sweep", "params", "score_scale", "mass_auroc", "entropy", "scalars", "a3_gates", "a3_init", "a3_vs_softmax_entropy",
-    "normswap", "a3_vs_temperature", "best_lr",
-]
-TABLES = [str(paths.RUNS_TABLE)] + [str(paths.table(name, ext)) for name in TABLE_NAMES for ext in ("csv", "md", "tex")]
+# Every file the collect step writes, from the table contract (attnlab.pipeline.contract).
+TABLES = [str(paths.TABLES / file) for name in table_contract.COLLECTED for file in table_contract.files(name)]
 
 wildcard_constraints:
     variant="[a-z][a-z0-9_]*",

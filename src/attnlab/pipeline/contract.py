@@ -1,0 +1,114 @@
+"""The table contract: every table the pipeline writes, its columns, and the facts tables share.
+
+The collect step, the ledger, the composability rule, the report, the figures
+and the Snakemake rules read table names, columns, the baseline variant, the
+telemetry thresholds and A³'s initial gate from here, and nowhere else
+(tests/test_contract.py fails on a second definition). Pure data: no JAX, no
+pandas, so a Snakefile can import it while it plans.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
+from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
+
+BASELINE = "softmax"  # every paired comparison (contest, best_lr, params, figures, prose) is against it
+# A³'s gate before training: sigmoid(b_g) with b_g = 3 (the trainer's constant, attnlab.core.constants).
+A3_GATE_INIT = A3_INIT_INVERSE_TEMPERATURE
+# The entropy telemetry's thresholds (attnlab.core.telemetry_stats, where the trainer summarises rows):
+# a row below SHARP_BELOW is sharp, above DIFFUSE_ABOVE diffuse; the entropy table names its columns by them.
+SHARE_SHARP = f"share_below_{SHARP_BELOW:g}"
+SHARE_DIFFUSE = f"share_above_{DIFFUSE_ABOVE:g}"
+# What the posts call a score scale's "per-layer mean": per seed, the mean over layers of each layer's max score.
+SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
+TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")  # the a3_vs_temperature table's arms, against the baseline
+DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same table
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str  # results/tables/<name>.<format>
+    step: str  # what writes it: "collect" (attnlab.pipeline.tables), "ledger" (claims), "composability"
+    row: str  # what one row is
+    columns: tuple[str, ...]  # the CSV's columns, in order
+    formats: tuple[str, ...] = DISPLAYED
+    open: bool = False  # True: these columns and more (runs.csv carries every scalar of every bundle)
+
+
+PAIRED_COLUMNS = ("delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins", "n_paired", "gap_vs_softmax",
+                  "gap_ci_low", "gap_ci_high")
+COMPOSABILITY_CHECKS = ("variant", "kv_heads", "seeds", "dense_loss", "blockwise_loss", "step0_diff", "abs_diff",
+                        "rel_diff", "agree", "loss_fell", "loss_drop", "vs_full_kv", "cost_vs_softmax")
+
+_TABLES = (
+    # Every scalar of every bundle (nested keys joined by '.'); these are the ones the other tables read.
+    Table("runs", "collect", "one cell", ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged",
+                                          "diverged_step", "n_params", "path"), formats=("csv",), open=True),
+    # best_val_mean/std over the contest seeds (std ddof 0, as the posts report it); the paired columns:
+    #   delta_vs_softmax, the mean over the seeds both have of (variant - baseline) best validation loss in nats,
+    #   each at its own contest LR (0 for the baseline), its 95% t-interval (NaN with one shared seed), wins
+    #   "k/n" (seeds where the variant is below the baseline), n_paired = n; gap_vs_softmax = variant / baseline
+    #   - 1 through the mean per-seed log-ratio, with its interval. lr_choice: "auto" (the sweep chose) or "given".
+    Table("contest", "collect", "one variant at its contest LR",
+          ("variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "bpc_mean", "n_diverged",
+           "n_params", "seeds") + PAIRED_COLUMNS),
+    Table("lr_sweep", "collect", "one sweep cell (variant, sweep LR, sweep seed)",
+          ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step")),
+    # The variant at its best sweep LR (lowest mean best validation loss over the sweep seeds, no seed diverged)
+    # against the baseline at its own, paired over the sweep seeds, beside the contest's comparison (contest_*);
+    # interval_note says why a row has no interval.
+    Table("best_lr", "collect", "one variant at its best sweep LR",
+          ("variant", "best_lr", "n_sweep_seeds", "best_val_mean") + PAIRED_COLUMNS
+          + ("interval_note", "contest_lr", "contest_lr_choice", "contest_delta_vs_softmax", "contest_delta_ci_low",
+             "contest_delta_ci_high", "contest_gap_vs_softmax")),
+    Table("params", "collect", "one variant", ("variant", "n_params", "vs_softmax")),
+    # native_loss: the final weights' validation loss under the normaliser they trained with; swapped_loss: the
+    # same weights and batches with kappa normalised the other way (l1 <-> softmax), which is what the twin
+    # variant swapped_to computes with them; difference = swapped - native.
+    Table("normswap", "collect", "one kernel-family cell",
+          ("variant", "lr", "seed", "in_contest", "diverged", "native_normaliser", "native_loss", "swapped_to",
+           "swapped_normaliser", "swapped_loss", "difference")),
+    # Each arm's best validation loss at its contest LR and its gain over the baseline of the same seed
+    # (baseline - arm: > 0 is better); softmax_t_share_of_a3_gain = softmax_t_gain / a3_gain.
+    Table("a3_vs_temperature", "collect", "one contest seed",
+          ("seed", "softmax_best_val") + tuple(f"{v}_best_val" for v in TEMPERATURE_ARMS)
+          + tuple(f"{v}_gain" for v in TEMPERATURE_ARMS) + ("softmax_t_share_of_a3_gain", "softmax_lr")
+          + tuple(f"{v}_lr" for v in TEMPERATURE_ARMS)),
+    # mean_max_score: that layer's max score per held-out batch, averaged over the batches; max_score: the
+    # largest over every batch; SEED_MEAN_OVER_LAYERS: the seed's mean over layers of max_score (every layer row).
+    Table("score_scale", "collect", "one contest cell and layer",
+          ("variant", "lr", "seed", "layer", "mean_max_score", "max_score", SEED_MEAN_OVER_LAYERS)),
+    Table("mass_auroc", "collect", "one kernel contest cell",
+          ("variant", "lr", "seed", "mass_auroc", "mass_correct_mean", "mass_wrong_mean")),
+    Table("entropy", "collect", "one contest cell", ("variant", "lr", "seed", "mean", SHARE_SHARP, SHARE_DIFFUSE)),
+    Table("scalars", "collect", "one learned scalar of one contest cell, layer and head",
+          ("variant", "seed", "layer", "head", "scalar", "value")),
+    Table("a3_gates", "collect", "one contest cell (a3, a3_heads, the baseline), layer and head",
+          ("variant", "seed", "layer", "head", "entropy", "gate_mean", "gate_std", "bias_mean", "bias_std")),
+    Table("a3_init", "collect", "one seed with A³ and baseline contest cells",
+          ("seed", "max_diff_vs_softmax", "max_diff_vs_tempered_softmax", "max_row_sum_error")),
+    # Per layer, A³ against the baseline (each variant's mean over its contest seeds); a3_gate_init = A3_GATE_INIT.
+    Table("a3_vs_softmax_entropy", "collect", "one layer",
+          ("layer", "a3_entropy", "softmax_entropy", "entropy_diff", "a3_gate_mean", "a3_gate_init", "a3_bias_std",
+           "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds")),
+    Table("ledger", "ledger", "one claim",
+          ("source", "claim", "check", "measured", "published", "verdict", "interval", "seeds", "seeds_to_resolve",
+           "resolution", "protocol", "note")),
+    # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
+    Table("composability", "composability", "one variant and kv_heads",
+          COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),
+)
+TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
+COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
+
+
+def columns(name: str) -> list[str]:
+    """The columns of a table, in order (a new list: callers may extend it)."""
+    return list(TABLES[name].columns)
+
+
+def files(name: str) -> list[str]:
+    """The file names of a table: '<name>.csv' and, for a displayed table, its .md and .tex."""
+    return [f"{name}.{ext}" for ext in TABLES[name].formats]
