@@ -19,6 +19,7 @@ import jsonschema
 import yaml
 
 from attnlab.core.bundle_format import format_lr
+from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import to_json  # noqa: F401  (re-exported: the slice's wire form)
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import VARIANTS
@@ -118,9 +119,8 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]
     if model["d_model"] % model["heads"]:
         problems.append(f"model.heads: {model['heads']} does not divide model.d_model {model['d_model']}")
-    if model.get("kv_heads") is not None and model["heads"] % model["kv_heads"]:
-        problems.append(f"model.kv_heads: {model['kv_heads']} does not divide model.heads {model['heads']}; "
-                        "each key/value head serves a whole group of query heads (null means heads)")
+    if model.get("kv_heads") is not None and (problem := kv_heads_problem(model["kv_heads"], model["heads"])):
+        problems.append(f"model.kv_heads: {problem} (null means heads)")
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} is larger than train.steps {train['steps']}; "
                         "no evaluation would run, lower it")
@@ -129,8 +129,8 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")
     grid = cfg.get("composability") or {}
     for kv in grid.get("kv_heads", []):
-        if model["heads"] % kv:
-            problems.append(f"composability.kv_heads: {kv} does not divide model.heads {model['heads']}")
+        if problem := kv_heads_problem(kv, model["heads"]):
+            problems.append(f"composability.kv_heads: {problem}")
     if grid and any(lr == AUTO for lr in cfg["contest"]["lr"].values()):
         problems.append("contest.lr: the composability grid trains at each variant's contest LR; give numbers, "
                         "not 'auto'")

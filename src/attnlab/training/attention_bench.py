@@ -21,6 +21,7 @@ import jax.numpy as jnp
 import pandas as pd
 from flax import nnx
 
+from attnlab.core.cell import kv_heads_problem
 from attnlab.core.variants import VARIANTS
 from attnlab.training.attention import score_class
 from attnlab.training.attention.blockwise import blockwise_attention
@@ -111,8 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--csv", default=None, help="also write the table here")
     args = parser.parse_args(argv)
     kv_heads = args.kv_heads or args.heads
-    if args.heads % kv_heads:
-        parser.error(f"--kv-heads {kv_heads} must divide --heads {args.heads}")
+    if problem := kv_heads_problem(kv_heads, args.heads):
+        parser.error(f"--kv-heads: {problem}")
     device = jax.devices()[0]
     print(f"device: {device.platform} {device.device_kind}; jax {jax.__version__}; batch {args.batch}, "
           f"{args.heads} heads ({kv_heads} key/value) of {args.d_head}, key block {args.block}, float32")

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
+from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import ModelConfig
 from attnlab.training.attention import score_class
 from attnlab.training.attention.base import ScoreOutput
@@ -57,8 +58,8 @@ class Attention(nnx.Module):
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.cfg = cfg
         kv_heads = cfg.kv_head_count
-        if kv_heads < 1 or cfg.heads % kv_heads:
-            raise ValueError(f"kv_heads {kv_heads} must divide heads {cfg.heads}")
+        if problem := kv_heads_problem(kv_heads, cfg.heads):
+            raise ValueError(problem)
         if cfg.attention_impl not in ("dense", "blockwise"):
             raise ValueError(f"attention_impl {cfg.attention_impl!r}: expected 'dense' or 'blockwise'")
         if cfg.attention_impl == "blockwise" and cfg.dropout > 0 and cfg.dropout_masks != "bits16":

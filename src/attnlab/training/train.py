@@ -33,14 +33,14 @@ import numpy as np
 import pandas as pd
 from flax import nnx
 
-from attnlab.core import provenance
 from attnlab.core.bundle_format import cell_dir
+from attnlab.core.cell import check_cell
 from attnlab.core.config_types import model_config, telemetry_config, to_json, train_config
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
 from attnlab.core.telemetry_stats import entropy_histograms, summarise
-from attnlab.core.cell import check_cell
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError
+from attnlab.training import provenance
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets)
 from attnlab.training.bundle_writer import check_out_dir, write_bundle
@@ -93,6 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.watch_pid:
         exit_with_parent(args.watch_pid)
     try:
+        check_cell(args.variant, args.lr, args.seed)
         summary = run_cell(json.loads(args.cell_config), args.variant, args.lr, args.seed, args.corpus, args.out,
                            checkpoint_dir=args.checkpoint_dir, code_fingerprint=args.code_fingerprint)
     except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
@@ -205,8 +206,11 @@ class Cell:
 
 def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, out: Path,
              checkpoint_dir: Path | None = None, code_fingerprint: str = "unrecorded", log=print) -> dict:
-    """Train one cell from its config slice and write its bundle; returns bundle.json's content."""
-    check_cell(variant, lr, seed)
+    """Train one cell from its config slice and write its bundle; returns bundle.json's content.
+
+    The cell itself (variant, lr, seed) is the caller's to check first (attnlab.core.cell.check_cell): both
+    command lines do, before they train.
+    """
     out = check_out_dir(out, variant, lr, seed)  # refuse a bad --out before any compute
     own = cell_dir(Path(checkpoint_dir).resolve(), variant, lr, seed) if checkpoint_dir is not None else None
     if own is not None and (own == out or out in own.parents or own in out.parents):

@@ -1,4 +1,4 @@
-"""Where a result came from: git commit, packages, platform, device, scheduler job."""
+"""Where a trained cell came from: git commit, packages, platform, device, scheduler job (asks JAX for the device)."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import os
 import platform
 import subprocess
 import sys
-from importlib import metadata
 from pathlib import Path
+
+from attnlab.core.packages import installed_versions
 
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
 
@@ -27,13 +28,9 @@ def git_state(start: Path | None = None) -> dict:
 
 
 def package_versions() -> dict:
-    versions = {}
-    for name in PACKAGES:
-        try:
-            versions[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            versions[name] = None
-    return versions
+    """{name: version} of PACKAGES, None for one that is not installed."""
+    found = installed_versions(PACKAGES)
+    return {name: found.get(name) for name in PACKAGES}
 
 
 def collect() -> dict:
