@@ -1,4 +1,5 @@
-"""pyproject.toml, environment.yml and the lock constraints.txt must describe one environment."""
+"""pyproject.toml, environment.yml and the lock constraints.txt must describe one environment; installed versions
+are read one way (attnlab.core.packages) for the provenance, the drift line and the writeup rule."""
 
 import re
 import tomllib
@@ -10,7 +11,8 @@ from packaging.markers import default_environment
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
-from attnlab.pipeline.environment import installed_versions, read_lock, version_drift
+from attnlab.core.packages import installed_versions
+from attnlab.pipeline.environment import read_lock, version_drift
 from conftest import REPO
 
 LOCK = REPO / "constraints.txt"
@@ -132,3 +134,44 @@ def test_environment_module_stays_jax_free():
             "assert 'jax' not in sys.modules and 'flax' not in sys.modules")
     result = run(["-c", code])
     assert result.returncode == 0, result.stderr[-2000:]
+
+
+# ---- the one reader of installed versions
+
+
+def test_installed_versions_reads_the_first_metadata_folder_on_the_path(tmp_path):
+    first, second = tmp_path / "first", tmp_path / "second"
+    for folder in ("Jax_Cuda12_Plugin-0.4.35.dist-info", "flax-0.12.8.dist-info", "unpinned-1.0.dist-info"):
+        (first / folder).mkdir(parents=True)
+    (second / "flax-0.10.0.dist-info").mkdir(parents=True)  # shadowed, as importlib.metadata would find it
+    (second / "numpy-2.1.0-py3.11.egg-info").mkdir(parents=True)  # an egg's Python tag is not its version
+    path = [str(tmp_path / "missing"), str(first), str(second)]
+    assert installed_versions(["flax", "jax-cuda12-plugin", "numpy", "absent"], path) == {
+        "flax": "0.12.8", "jax-cuda12-plugin": "0.4.35", "numpy": "2.1.0"}
+    assert installed_versions(None, path) == {"flax": "0.12.8", "jax-cuda12-plugin": "0.4.35", "numpy": "2.1.0",
+                                              "unpinned": "1.0"}
+
+
+def test_installed_versions_agree_with_importlib_metadata_on_every_locked_package():
+    """The folder names read fast give what reading each METADATA gives, for every package the lock pins."""
+    installed = installed_versions(read_lock(LOCK))
+    assert len(installed) > 50
+    assert installed == {name: metadata.version(name) for name in installed}
+    assert set(installed) == {name for name in read_lock(LOCK) if _is_installed(name)}
+
+
+def _is_installed(name: str) -> bool:
+    try:
+        metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return False
+    return True
+
+
+def test_provenance_records_the_training_packages_through_the_same_reader():
+    from attnlab.training import provenance
+
+    recorded = provenance.package_versions()
+    assert list(recorded) == list(provenance.PACKAGES)
+    assert recorded == {name: installed_versions([name]).get(name) for name in provenance.PACKAGES}
+    assert recorded["jax"] == metadata.version("jax") and recorded["numpy"] == metadata.version("numpy")

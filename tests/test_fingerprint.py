@@ -316,24 +316,3 @@ def test_an_entry_forged_in_the_stored_cache_is_not_trusted(src, tmp_path, monke
     store.write_text(json.dumps(stored))
     assert fresh_cache(monkeypatch, store).entries == {}
     assert fp(src) == edited_fp
-
-
-# ---- the installed versions a rule can depend on
-
-
-def test_installed_versions_reads_the_first_metadata_folder_on_the_path(tmp_path):
-    first, second = tmp_path / "first", tmp_path / "second"
-    for folder in ("Jax_Cuda12_Plugin-0.4.35.dist-info", "flax-0.12.8.dist-info", "unpinned-1.0.dist-info"):
-        (first / folder).mkdir(parents=True)
-    (second / "flax-0.10.0.dist-info").mkdir(parents=True)  # shadowed, as importlib.metadata would find it
-    (second / "numpy-2.1.0-py3.11.egg-info").mkdir(parents=True)
-    found = fingerprint.installed_versions(["flax", "jax-cuda12-plugin", "numpy", "absent"],
-                                           [str(tmp_path / "missing"), str(first), str(second)])
-    assert found == {"flax": "0.12.8", "jax-cuda12-plugin": "0.4.35", "numpy": "2.1.0-py3.11"}
-
-
-def test_installed_versions_agree_with_importlib_metadata():
-    from importlib import metadata
-
-    names = ["pyyaml", "pandas", "snakemake"]
-    assert fingerprint.installed_versions(names) == {name: metadata.version(name) for name in names}

@@ -6,6 +6,7 @@ LEDGER = [str(paths.table("ledger", ext)) for ext in ("csv", "md", "tex")]
 # The writeup reports whether this build ran on the locked environment (its "Version drift" line),
 # so it depends on the lock and on what is installed: editing constraints.txt, or installing other
 # versions of the packages it pins, reruns it.
+from attnlab.core import packages as attnlab_packages  # noqa: E402
 from attnlab.pipeline import environment as attnlab_environment  # noqa: E402
 
 LOCK = attnlab_environment.LOCK  # the checkout's constraints.txt, the one the notebook reads
@@ -19,7 +20,7 @@ def locked_versions(wildcards=None):
         pinned = attnlab_environment.read_lock(LOCK)
     except (OSError, UnicodeDecodeError) as err:
         raise WorkflowError(f"cannot read {LOCK} ({err}); restore it (git checkout constraints.txt)")
-    return attnlab_config.to_json(code.installed_versions(pinned))
+    return attnlab_config.to_json(attnlab_packages.installed_versions(pinned))
 
 
 rule ledger:

@@ -211,34 +211,6 @@ def training_fingerprint(variant: str, src: Path = SRC) -> str:
                               json.dumps(entry, sort_keys=True), (REGISTRY,))
 
 
-def installed_versions(names, path: list[str] | None = None) -> dict[str, str]:
-    """{name: version} of the installed distributions among `names`, by PEP 503 name ('flax', 'jax-cuda12-plugin').
-
-    Read from the names of the metadata folders on the import path (`<name>-<version>.dist-info`), the
-    first one found winning as it does for importlib.metadata: a listing of a few folders, cheap enough
-    for every dry run, where reading every METADATA file is not. A rule whose output depends on the
-    environment (the writeup's version-drift line) takes this as a param.
-    """
-    wanted = {_distribution_name(name) for name in names}
-    found: dict[str, str] = {}
-    for entry in sys.path if path is None else path:
-        try:
-            listing = sorted(os.listdir(entry or "."))
-        except OSError:
-            continue
-        for folder in listing:
-            if folder.endswith((".dist-info", ".egg-info")):
-                name, _, version = folder.rsplit(".", 1)[0].partition("-")
-                key = _distribution_name(name)
-                if key in wanted and key not in found and version:
-                    found[key] = version
-    return dict(sorted(found.items()))
-
-
-def _distribution_name(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
 # ---- package data files
 
 

@@ -3,23 +3,20 @@
 constraints.txt at the repository root pins every package to the exact
 version the project is tested with (`pip install -c constraints.txt -e .`).
 A build made with other versions may not give the paper's numbers back, so the
-writeup lists the packages whose installed version differs from the lock.
+writeup lists the packages whose installed version differs from the lock
+(installed versions as attnlab.core.packages reads them for the whole project).
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from importlib import metadata
 from pathlib import Path
+
+from attnlab.core.packages import installed_versions, normalize
 
 LOCK = Path(__file__).resolve().parents[3] / "constraints.txt"  # the checkout's lock (src/attnlab/pipeline/..)
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;]+)")
-
-
-def normalize(name: str) -> str:
-    """A distribution name as PEP 503 compares it: case and runs of -, _ and . do not matter."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def read_lock(constraints_path: str | Path = LOCK) -> dict[str, str]:
@@ -33,16 +30,6 @@ def read_lock(constraints_path: str | Path = LOCK) -> dict[str, str]:
     return pins
 
 
-def installed_versions() -> dict[str, str]:
-    """{normalized name: version} of every distribution this interpreter can import."""
-    found = {}
-    for dist in metadata.distributions():
-        name = dist.metadata["Name"]
-        if name:
-            found.setdefault(normalize(name), dist.version)
-    return found
-
-
 def version_drift(constraints_path: str | Path = LOCK) -> list[str]:
     """Installed packages whose version differs from the lock, one line each ('jax 0.4.36 installed, 0.4.35 locked').
 
@@ -50,9 +37,10 @@ def version_drift(constraints_path: str | Path = LOCK) -> list[str]:
     dependency) and packages the lock does not name are not drift. An empty
     list means every locked package that is installed has its locked version.
     """
-    installed = installed_versions()
+    pins = read_lock(constraints_path)
+    installed = installed_versions(pins)
     return [f"{name} {installed[name]} installed, {version} locked"
-            for name, version in sorted(read_lock(constraints_path).items())
+            for name, version in sorted(pins.items())
             if name in installed and installed[name] != version]
 
 
