@@ -1,49 +1,189 @@
-"""The two sides of src/attnlab and their one-way edge: the pipeline never loads JAX, training never reads the pipeline."""
+"""The two sides of src/attnlab and their one-way edge, and a README that only points at what exists.
+
+The pipeline never loads JAX, core (the ground both sides stand on) never
+mentions it, training never reads the pipeline and the pipeline never reads
+training. Every repository path and attnlab module the README names exists.
+"""
 
 from __future__ import annotations
 
+import ast
 import json
-import pkgutil
+import re
+
+import pytest
+import yaml
 
 from attnlab.core import fingerprint
+from attnlab.core.cell import SEED_LIMIT
 from conftest import REPO
 from processes import run
 
 SRC = REPO / "src"
+JAX_FAMILY = ("jax", "jaxlib", "flax", "optax", "orbax")
 
 
 def modules_under(package: str) -> list[str]:
+    """Every module and package in the folder of `package`, nested ones included (a __main__ is a script)."""
     root = SRC.joinpath(*package.split("."))
-    return sorted(f"{package}.{m.name}" for m in pkgutil.walk_packages([str(root)]) if not m.name.startswith("_")
-                  or m.ispkg) + [package]
+    names = []
+    for path in root.rglob("*.py"):
+        parts = path.relative_to(SRC).with_suffix("").parts
+        if "__pycache__" in parts or parts[-1] == "__main__":
+            continue
+        names.append(".".join(parts[:-1] if parts[-1] == "__init__" else parts))
+    return sorted(names)
+
+
+def test_modules_under_finds_nested_modules():
+    """The checks below see every module, not only the top level of each side."""
+    training = modules_under("attnlab.training")
+    assert {"attnlab.training", "attnlab.training.train", "attnlab.training.attention",
+            "attnlab.training.attention.base"} <= set(training)
+    assert any(m.startswith("attnlab.pipeline.figures.") for m in modules_under("attnlab.pipeline"))
 
 
 def test_every_pipeline_and_core_module_imports_without_jax_or_flax():
     mods = modules_under("attnlab.pipeline") + modules_under("attnlab.core") + ["attnlab", "attnlab.cli"]
     code = ("import importlib, json, sys\n"
             f"for m in {mods!r}: importlib.import_module(m)\n"
-            "print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in ('jax', 'jaxlib', 'flax', 'optax', "
-            "'orbax'))))")
+            f"print(json.dumps(sorted(k for k in sys.modules if k.split('.')[0] in {JAX_FAMILY!r})))")
     result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": SRC})
     assert result.returncode == 0, result.stderr[-2000:]
     assert json.loads(result.stdout.strip().splitlines()[-1]) == [], "a pipeline-side import loaded JAX/Flax"
-    assert len(mods) > 20
+    assert len(mods) > 40
 
 
-def test_training_side_never_imports_the_pipeline_side():
-    training = modules_under("attnlab.training")
-    for module in training:
-        imported = fingerprint.imported_modules(module)
-        assert not [m for m in imported if m.startswith("attnlab.pipeline")], (module, imported)
+def jax_imports(module: str, src=SRC) -> list[int]:
+    """Lines of `module` that import JAX or a library built on it, inside functions too."""
+    tree = ast.parse(fingerprint.module_file(module, src).read_text())
+    lines = []
+    for node in ast.walk(tree):
+        names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                 else [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else [])
+        if any(name.split(".")[0] in JAX_FAMILY for name in names):
+            lines.append(node.lineno)
+    return lines
 
 
-def test_core_imports_neither_side():
-    for module in modules_under("attnlab.core"):
-        assert not [m for m in fingerprint.imported_modules(module)
-                    if m.startswith(("attnlab.pipeline", "attnlab.training"))], module
+def test_jax_imports_finds_an_import_inside_a_function(tmp_path):
+    (tmp_path / "attnlab").mkdir()
+    (tmp_path / "attnlab" / "late.py").write_text("import os\n\n\ndef device():\n    import jax\n\n"
+                                                 "    from flax import nnx\n    return jax, nnx, os\n")
+    assert jax_imports("attnlab.late", tmp_path) == [5, 7]
+
+
+def test_no_core_or_pipeline_module_imports_jax_even_inside_a_function():
+    """An import at call time loads JAX too, just later: core and the pipeline hold none."""
+    found = {m: lines for m in modules_under("attnlab.core") + modules_under("attnlab.pipeline")
+             if (lines := jax_imports(m))}
+    assert found == {}, f"JAX imported by the JAX-free side (module: lines): {found}"
+
+
+@pytest.mark.parametrize("side,forbidden", [
+    ("attnlab.training", ("attnlab.pipeline",)),
+    ("attnlab.pipeline", ("attnlab.training",)),
+    ("attnlab.core", ("attnlab.pipeline", "attnlab.training")),
+])
+def test_imports_run_one_way(side, forbidden):
+    modules = modules_under(side)
+    assert len(modules) > 5
+    wrong = {m: sorted(i for i in fingerprint.imported_modules(m) if i.startswith(forbidden)) for m in modules}
+    assert {m: i for m, i in wrong.items() if i} == {}
 
 
 def test_the_folder_tree_shows_the_sides():
     root = SRC / "attnlab"
     assert {p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith("__")} == {
         "core", "training", "pipeline"}
+
+
+# ---- the README points only at what exists
+
+REPO_PATH = re.compile(r"(?:^|(?<=[\s`(\[=\"']))((?:config|workflow|src|notebooks|tests|\.ci)/[^\s`)\]\"',;:]*)",
+                       re.M)
+MODULE_NAME = re.compile(r"\battnlab(?:\.[A-Za-z_]\w*)+")
+
+
+def repo_paths(text: str) -> list[str]:
+    """The repository paths a text names (in code, links or prose), a trailing full stop dropped."""
+    return sorted({path.rstrip(".") for path in REPO_PATH.findall(text)})
+
+
+def path_exists(path: str) -> bool:
+    """`path` exists in the checkout; a <placeholder> part matches any name."""
+    if "<" in path:
+        return any(REPO.glob(re.sub(r"<[^>]*>", "*", path)))
+    return (REPO / path).exists()
+
+
+def names_exist(dotted: str) -> bool:
+    """`dotted` is an attnlab module, or a name defined at the top of one."""
+    parts = dotted.split(".")
+    for cut in range(len(parts), 0, -1):
+        module, rest = ".".join(parts[:cut]), parts[cut:]
+        if fingerprint.module_file(module, SRC).exists():
+            return not rest or (len(rest) == 1 and rest[0] in top_level_names(module))
+    return False
+
+
+def top_level_names(module: str) -> set[str]:
+    tree = ast.parse(fingerprint.module_file(module, SRC).read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            names |= {(a.asname or a.name).split(".")[0] for a in node.names}
+    return names
+
+
+def test_the_path_and_name_checks_tell_real_from_stale():
+    text = ("Configs are checked against `workflow/schemas/run.schema.yaml` and [smoke](config/smoke.yaml);\n"
+            "see src/attnlab/training/attention/<name>.py and `tests/test_layout.py`.")
+    assert repo_paths(text) == ["config/smoke.yaml", "src/attnlab/training/attention/<name>.py",
+                                "tests/test_layout.py", "workflow/schemas/run.schema.yaml"]
+    assert [p for p in repo_paths(text) if not path_exists(p)] == ["workflow/schemas/run.schema.yaml"]
+    assert names_exist("attnlab.core.config.load_config") and names_exist("attnlab.training")
+    assert not names_exist("attnlab.core.config.grid")
+    assert not names_exist("attnlab.core.provenance")
+
+
+def test_every_path_the_readme_names_exists():
+    readme = (REPO / "README.md").read_text()
+    paths = repo_paths(readme)
+    assert len(paths) > 10
+    assert [p for p in paths if not path_exists(p)] == []
+
+
+def test_every_attnlab_module_the_readme_names_exists():
+    names = sorted(set(MODULE_NAME.findall((REPO / "README.md").read_text())))
+    assert len(names) > 5
+    assert [n for n in names if not names_exist(n)] == []
+
+
+# ---- one seed range
+
+
+def seed_bounds(node, key: str = "") -> list[tuple[str, int, int]]:
+    """(key, minimum, maximum) of every integer seed key in a schema node, list items included."""
+    if not isinstance(node, dict):
+        return []
+    found = []
+    if "seed" in key.split(".")[-1]:
+        value = node.get("items", node)
+        found.append((key, value.get("minimum"), value.get("maximum")))
+    for name, sub in node.get("properties", {}).items():
+        found += seed_bounds(sub, f"{key}.{name}".lstrip("."))
+    return found
+
+
+def test_the_schema_bounds_seeds_by_the_cell_check():
+    """The config schema and the command line's check_cell accept the same seeds (0 <= seed < SEED_LIMIT)."""
+    schema = yaml.safe_load((SRC / "attnlab" / "core" / "config.schema.yaml").read_text())
+    bounds = seed_bounds(schema)
+    assert {key for key, *_ in bounds} >= {"contest.seeds", "sweep.seed", "sweep.seeds"}
+    assert [b for b in bounds if b[1:] != (0, SEED_LIMIT - 1)] == []

@@ -1,7 +1,7 @@
 """Telemetry definitions shared by the bundle writer and the tables: AUROC, entropy shares, summaries.
 
 numpy and pandas, no JAX: the probe arrays come in from attnlab.training.probe;
-the tables and figures read the same thresholds from here.
+the pipeline reads the same thresholds from here.
 """
 
 from __future__ import annotations
