@@ -1,4 +1,9 @@
-"""Shared fixtures: the corpus used by tests, a tiny config, one smoke build, one XLA cache per run."""
+"""Shared fixtures: the corpus used by tests, a tiny config, one smoke build, one XLA cache per run.
+
+`-n N` (pytest-xdist) runs the tests in N worker processes. A build that
+session or module fixtures share is made once per run, not once per worker:
+every test that uses one goes to the worker that made it (SHARED_BUILDS).
+"""
 
 from __future__ import annotations
 
@@ -18,6 +23,54 @@ SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
 COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+# Fixture -> xdist group: the session and module fixtures that train or build. test_browser's
+# built_writeup asks for smoke_workspace at run time, where pytest cannot see the dependency.
+SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest, test_browser
+                 "one_cell": "one_cell",  # test_collection
+                 "trained": "trained",  # test_faults
+                 "two_bundles": "two_bundles"}  # test_reliability
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_cmdline_main(config):
+    """`-n N` alone distributes tests by group (--dist loadgroup); an explicit --dist is kept."""
+    if getattr(config.option, "numprocesses", None) and config.option.dist == "no":
+        config.option.dist = "loadgroup"
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node):
+    """A worker parses only the command line again: tell it whether tests go out by group."""
+    node.workerinput["attnlab_loadgroup"] = node.config.option.dist == "loadgroup"
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_collection_modifyitems(config, items):
+    """In a loadgroup worker, each test that uses a shared build joins that build's group.
+
+    xdist schedules a group by the `@group` suffix of its tests' ids, which
+    its own hook sets through an attribute this pytest no longer reads; the
+    suffix is set here where it is missing.
+    """
+    grouped = getattr(config, "workerinput", {}).get("attnlab_loadgroup", False)
+    if grouped:
+        for item in items:
+            groups = {SHARED_BUILDS[name] for name in item.fixturenames if name in SHARED_BUILDS}
+            if len(groups) > 1:
+                raise pytest.UsageError(f"{item.nodeid} uses the builds of {sorted(groups)}: give them one group")
+            for group in groups:
+                item.add_marker(pytest.mark.xdist_group(group))
+    result = yield
+    if grouped:
+        for item in items:
+            names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                            for m in item.iter_markers("xdist_group")})
+            suffix = "@" + "_".join(names)
+            if names and not item.nodeid.endswith(suffix):  # pytest >= 9.2 keeps the id in _id
+                from _pytest.nodeid import NodeId
+
+                item._id = NodeId.parse(item.nodeid + suffix)
+    return result
 
 
 def pytest_configure(config):
@@ -26,7 +79,9 @@ def pytest_configure(config):
     Set in the environment, so this process and every trainer, CLI and
     Snakemake job a test starts share it: a model compiled once is loaded,
     not compiled again, by the next process that needs it. A cache given
-    from outside (JAX_COMPILATION_CACHE_DIR already set) is used as it is.
+    from outside (JAX_COMPILATION_CACHE_DIR already set) is used as it is;
+    so is the controller's, in xdist workers (they inherit its environment),
+    and only the process that made the cache removes it.
     """
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
