@@ -16,64 +16,64 @@
 # %% [markdown]
 # # Does attention need the exponential?
 #
-# Four character-level GPTs on tinyshakespeare differ only in how a query and
-# a key become an attention weight:
-#
-# * **softmax**: `softmax(q·k/√d)` over the causal window, the baseline;
-# * **yat**: the Yat kernel `κ = (q·k)² / (‖q−k‖² + 1)`, normalised by its row
-#   mass `Σκ`; no exponential, masked keys get 0;
-# * **yat_b**: the same kernel with `b` and `ε` learned per layer and head,
-#   `κ = (q·k + b)² / (‖q−k‖² + ε)`;
-# * **a3**: adaptive activation attention, `softmax(S ⊙ G + B)`, with a gate G
-#   and a key bias B computed from a causal context.
-#
-# The pipeline regenerates this page from the runs on disk: every number is read
-# from `results/tables/` and every picture from `results/figures/`, and each
-# section closes with what this build found. The claims ledger at the end
-# checks each claim of the two source posts against these tables.
+# Character-level GPTs on tinyshakespeare that differ only in how a query and
+# a key become an attention weight, trained from the same seeds on the same
+# batches. The pipeline regenerates this page from the runs on disk: every
+# number is read from `results/tables/`, every picture from
+# `results/figures/`, and each section closes with what this build found.
 
 # %%
-# Set-up (hidden in the HTML; the paired notebooks/writeup.py is the readable source).
+# Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
 import pandas as pd
 from IPython.display import HTML, Markdown, display
 
-from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
-from attnlab.pipeline import claims, report
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
+from attnlab.pipeline.report.style import PAGE_STYLE
 
-TABLES = report.results_path("tables")
-runs = pd.read_csv(TABLES / "runs.csv")
-tables = claims.load_tables(TABLES)
-for optional in ("scalars", "a3_vs_softmax_entropy"):  # tables an older build may lack
-    if (TABLES / f"{optional}.csv").is_file():
-        tables[optional] = pd.read_csv(TABLES / f"{optional}.csv")
-ledger = report.read_ledger(TABLES / "ledger.csv")  # written by the ledger rule (attnlab.pipeline.claims)
-COMPARABLE = report.same_protocol(runs)
-PROTOCOL = report.protocol(runs)
-numbers = report.Numbering()
-
-
-def show_figure(name, lead=""):
-    display(HTML(report.figure_html(name, numbers.next("figure"), lead)))
+TABLES = page.results_path("tables")
+tables = build.load_tables(TABLES)
+runs = tables["runs"]
+claims_table = ledger.read_ledger(TABLES / "ledger.csv")  # written by the ledger rule (attnlab.pipeline.claims)
+COMPARABLE = build.same_protocol(runs)
+PROTOCOL = build.protocol(runs)
+# A table is shown when it has rows (the temperature arms only when the build trained softmax_t).
+SHOWN = {name for name, table in tables.items() if not table.empty} | {"ledger"}
+if not a3.has_temperature_arm(tables["a3_vs_temperature"]):
+    SHOWN.discard("a3_vs_temperature")
+numbers = page.Numbering()
 
 
-def show_table(frame, title, **layout):
-    display(HTML(report.table_html(frame, numbers.next("table"), title, **layout)))
+def show_figure(name):
+    display(HTML(page.figure_html(name, numbers.next("figure"))))
+
+
+def show_table(frame, title, name, **layout):
+    display(HTML(page.table_html(frame, numbers.next("table"), title, name=name, **layout)))
 
 
 def say(text):
     display(Markdown(text))
 
 
-display(HTML(report.PAGE_STYLE))
-say(report.protocol_line(runs))
-say(
-    "This build ran the published protocol, so the published numbers stand beside ours, each beside the "
-    "same variant and LR."
-    if COMPARABLE else
-    f"This build ran the `{PROTOCOL}` protocol, not the published `paper` protocol (a smaller model, fewer "
-    "steps), so published numbers are **not** set beside these: the protocols differ. The ledger at the end "
-    "still checks the direction of each claim on this build's data."
-)
+display(HTML(PAGE_STYLE))
+display(HTML(abstract.abstract_html(runs, tables["contest"], claims_table)))
+
+# %% [markdown]
+# ## Summary: each claim and its verdict
+# One row per claim of the two posts, checked on this build's tables: what
+# was measured, what the post published, the verdict at this build's
+# protocol, why, and the table below that holds the evidence. The claims
+# ledger at the end gives each check in full, with its note.
+
+# %%
+show_table(ledger.summary_display(claims_table, SHOWN), f"Claim → verdict at the ``{PROTOCOL}`` protocol.",
+           "summary", widths=ledger.SUMMARY_WIDTHS, markup=("claim", "verdict", "evidence"), css="small")
+
+# %% [markdown]
+# ## The variants
+
+# %%
+say(abstract.variants_list(tables["contest"]))
 
 # %% [markdown]
 # ## 1. Parameter budget
@@ -82,7 +82,7 @@ say(
 # embedding.
 
 # %%
-show_table(report.params_display(tables["params"]), "Trainable parameters per variant.")
+show_table(contest.params_display(tables["params"]), "Trainable parameters per variant.", "params")
 
 # %% [markdown]
 # ## 2. The contest
@@ -99,15 +99,14 @@ show_table(report.params_display(tables["params"]), "Trainable parameters per va
 # variants whose LR was fixed in advance.
 
 # %%
-frame, groups = report.contest_display(tables["contest"], COMPARABLE)
+frame, groups = contest.contest_display(tables["contest"], COMPARABLE)
 show_table(frame, "The contest: best validation loss per variant at its contest LR, and its paired difference "
            "from softmax (variant − softmax of the same seed; the gap in percent through the mean per-seed "
-           "log-ratio).", groups=groups)
-say(report.contest_results(tables["contest"], PROTOCOL))
-show_figure("paired_differences.png")
-show_figure("loss_curves.png")
-show_figure("loss_curves.gif", lead="Animated.")
-say(report.still_improving(runs))
+           "log-ratio).", "contest", groups=groups)
+say(contest.contest_results(tables["contest"], PROTOCOL))
+show_figure("paired_differences")
+show_figure("loss_curves")
+say(contest.still_improving(runs))
 
 # %% [markdown]
 # ## 3. The learning-rate audit
@@ -117,13 +116,14 @@ say(report.still_improving(runs))
 # contest's comparison, so a gap that turns on the choice of LR shows.
 
 # %%
-frame, groups = report.sweep_table(tables["lr_sweep"], tables["contest"], COMPARABLE)
-show_table(frame, "The learning-rate sweep.", groups=groups)
-say(report.sweep_results(tables["lr_sweep"], tables["contest"]))
-show_figure("lr_sweep.png")
-show_table(report.best_lr_display(tables["best_lr"]),
-           "Each variant at its best sweep LR against softmax at its best, beside the contest (paired by seed).")
-say(report.best_lr_results(tables["best_lr"]))
+frame, groups = contest.sweep_display(tables["lr_sweep"], tables["contest"], COMPARABLE)
+show_table(frame, "The learning-rate sweep.", "lr_sweep", groups=groups)
+say(contest.sweep_results(tables["lr_sweep"], tables["best_lr"], tables["contest"]))
+show_figure("lr_sweep")
+show_table(contest.best_lr_display(tables["best_lr"]),
+           "Each variant at its best sweep LR against softmax at its best, beside the contest (paired by seed).",
+           "best_lr")
+say(contest.best_lr_results(tables["best_lr"]))
 
 # %% [markdown]
 # ## 4. How large do the scores get?
@@ -136,10 +136,10 @@ say(report.best_lr_results(tables["best_lr"]))
 # posts' "per-layer mean"), and the table gives its range over the seeds.
 
 # %%
-show_table(report.score_display(tables["score_scale"], COMPARABLE),
-           "Attention score scale of the contest cells (scores are unitless).")
-say(report.score_results(tables["score_scale"], tables["contest"]))
-show_figure("score_scale.png")
+show_table(telemetry.score_display(tables["score_scale"], COMPARABLE),
+           "Attention score scale of the contest cells (scores are unitless).", "score_scale")
+say(telemetry.score_results(tables["score_scale"], tables["contest"]))
+show_figure("score_scale")
 
 # %% [markdown]
 # ## 5. Does the kernel's row mass carry a signal?
@@ -147,104 +147,114 @@ show_figure("score_scale.png")
 # against whether the argmax next-token prediction is correct.
 
 # %%
-if tables["mass_auroc"].empty:
-    say("No kernel variant in this build.")
-else:
-    show_table(report.auroc_display(tables["mass_auroc"], COMPARABLE),
-               "Mass AUROC per kernel variant (0.5 is chance); mass is unitless.")
-say(report.auroc_results(tables["mass_auroc"], ledger))
-show_figure("mass_auroc.png")
+if "mass_auroc" in SHOWN:
+    frame, per_seed = telemetry.auroc_display(tables["mass_auroc"], COMPARABLE)
+    show_table(frame, "Mass AUROC per kernel variant over its contest seeds (0.5 is chance); mass is unitless.",
+               "mass_auroc", per_seed=per_seed)
+say(telemetry.auroc_results(tables["mass_auroc"], ledger.verdict_of(claims_table, "row mass")))
+show_figure("mass_auroc")
 
 # %% [markdown]
 # ## 6. Sharp or diffuse?
-# Normalised row entropy (entropy / log of the visible keys) for rows with at
-# least 16 visible keys, at the final checkpoint: 0 is one key taking all the
-# weight, 1 is uniform over the visible keys.
+# Normalised row entropy (entropy / log of the visible keys) at the final
+# checkpoint: 0 is one key taking all the weight, 1 is uniform over the
+# visible keys.
 
 # %%
-show_table(report.entropy_display(tables["entropy"], COMPARABLE, SHARP_BELOW, DIFFUSE_ABOVE),
-           "Attention-row entropy per variant (mean ± std over seeds; shares of rows).")
-say(report.entropy_results(tables["entropy"], SHARP_BELOW))
-show_figure("entropy.png")
+say(telemetry.entropy_scope(runs))
+show_table(telemetry.entropy_display(tables["entropy"], COMPARABLE),
+           "Attention-row entropy per variant (mean ± std over seeds; shares of rows).", "entropy")
+say(telemetry.entropy_results(tables["entropy"]))
+show_figure("entropy")
 
 # %% [markdown]
-# ## 7. The routing, watched
+# ## 7. The normaliser, swapped
+# Every kernel-family cell is evaluated once more with the other normaliser
+# over the same `κ` (the kernel's `κ/Σκ` and a softmax over `κ` trade
+# places), with the same trained weights on the same held-out batches.
+
+# %%
+if "normswap" in SHOWN:
+    frame, cells = telemetry.normswap_display(tables["normswap"])
+    show_table(frame, "The normaliser swap: each kernel-family variant's contest cells under their own and the "
+               "other normaliser (validation loss of the final weights, nats/char).", "normswap", per_seed=cells)
+say(telemetry.normswap_results(tables["normswap"]))
+
+# %% [markdown]
+# ## 8. The routing, watched
 # Trained attention maps through depth (heads averaged), one head through
 # training, and one head of every variant reading the fixed validation window.
 # Then the two score functions as geometry, independent of any run.
 
 # %%
-show_figure("depth_grid.png")
-show_figure("training_maps.png")
-show_figure("reading.gif")
-show_figure("score_orbit.gif")
+show_figure("depth_grid")
+show_figure("training_maps")
+show_figure("reading")
+show_figure("score_orbit")
 
 # %% [markdown]
-# ## 8. What the learned kernel scalars did
+# ## 9. What the learned kernel scalars did
 
 # %%
-scalars = tables.get("scalars", pd.DataFrame())
-if not scalars.empty:
-    show_table(report.scalars_display(scalars),
-               "yat_b's learned scalars over layers and heads (seed means; unitless).")
-say(report.scalars_results(scalars))
-show_figure("scalars.png")
+if "scalars" in SHOWN:
+    show_table(telemetry.scalars_display(tables["scalars"]),
+               "yat_b's learned scalars over layers and heads (seed means; unitless).", "scalars")
+say(telemetry.scalars_results(tables["scalars"]))
+show_figure("scalars")
 
 # %% [markdown]
-# ## 9. What A³'s gates did
-# The gate is a learned inverse temperature per query row and head. At init
-# (`b_g = 3`, `W_g = 0`, `U = 0`) it is σ(3) ≈ 0.953 everywhere, so A³ starts
-# at softmax with temperature 1/σ(3) ≈ 1.047, not at softmax itself; the first
-# table checks exactly that on the stored step-0 maps. The second sets A³'s
+# ## 10. What A³'s gates did
+# The gate is a learned inverse temperature per query row and head. The first
+# table checks where A³ starts on the stored step-0 maps. The second sets A³'s
 # rows against softmax's layer by layer, with the two mechanisms that shape
 # them: the gate (below its init it cools the logits) and the spread of the key
-# bias over the keys (wider sharpens).
+# bias over the keys (wider sharpens). The third asks whether a learned
+# per-head temperature, started where A³'s gate starts, gains as much.
 
 # %%
-if not tables["a3_init"].empty:
-    show_table(report.a3_init_display(tables["a3_init"]),
-               "A³ at step 0 against softmax at step 0, first layer, per seed (attention weights, unitless).")
-a3_layers = report.a3_layers(tables)
-if not a3_layers.empty:
-    show_table(report.a3_layers_display(a3_layers),
-               "A³ against softmax per layer: mean normalised row entropy, and A³'s gate and bias.")
-say(report.a3_results(a3_layers))
-show_figure("a3_gates.png")
+say(a3.start_sentence() + "; the first table checks exactly that.")
+if "a3_init" in SHOWN:
+    show_table(a3.a3_init_display(tables["a3_init"]),
+               "A³ at step 0 against softmax at step 0, first layer, per seed (attention weights, unitless).",
+               "a3_init")
+if "a3_vs_softmax_entropy" in SHOWN:
+    show_table(a3.a3_layers_display(tables["a3_vs_softmax_entropy"]),
+               "A³ against softmax per layer: mean normalised row entropy, and A³'s gate and bias.",
+               "a3_vs_softmax_entropy")
+say(a3.a3_results(tables["a3_vs_softmax_entropy"]))
+show_figure("a3_gates")
+if "a3_vs_temperature" in SHOWN:
+    show_table(a3.temperature_display(tables["a3_vs_temperature"]),
+               "A³'s gain over softmax beside a learned per-head temperature's, per contest seed.",
+               "a3_vs_temperature")
+say(a3.temperature_results(tables["a3_vs_temperature"]))
+if "composability" in SHOWN:
+    show_table(a3.composability_display(tables["composability"]),
+               "Every variant at fewer key/value heads and with blockwise attention, against its dense twin.",
+               "composability")
 
 # %% [markdown]
-# ## 10. Claims ledger
+# ## 11. Claims ledger
 # Each claim of the posts as a check over the tables above, with the value
 # measured here, the published value, a verdict at this build's protocol, the
 # interval the verdict rests on (or why there is none) and the number of seeds.
 # The same table is `results/tables/ledger.csv`.
 
 # %%
-show_table(report.ledger_display(ledger), f"The claims ledger at the ``{PROTOCOL}`` protocol.",
-           widths=report.LEDGER_WIDTHS, markup=("verdict",), name="ledger")
-say(report.ledger_results(ledger, PROTOCOL, COMPARABLE))
-say(report.sources_line())
+show_table(ledger.ledger_display(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
+           widths=ledger.LEDGER_WIDTHS, markup=("post", "verdict"), css="small")
+say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
+
+# %% [markdown]
+# ## References
+
+# %%
+display(HTML(ledger.references_html()))
 
 # %% [markdown]
 # ## Provenance
 
 # %%
-show_table(report.provenance_table(runs), "What the trained cells ran on (from each bundle's provenance).",
-           left=("value",))
-say(report.compute_used(runs))
-
-# ---- version drift: the installed packages against the lock, constraints.txt at the checkout's root
-# (attnlab.pipeline.environment; a build from a tree without that module or file says so and goes on).
-try:
-    from attnlab.pipeline import environment
-except ImportError:
-    environment = None
-if environment is None:
-    say("**Version drift:** not checked (this source tree has no `attnlab.pipeline.environment`).")
-elif not environment.LOCK.is_file():
-    say(f"**Version drift:** not checked (no `{environment.LOCK.name}` beside this build's source).")
-else:
-    drift = environment.version_drift(environment.LOCK)
-    say("**Version drift:** " + (
-        f"none; every installed package that `{environment.LOCK.name}` pins has its pinned version." if not drift
-        else "these installed packages differ from the lock, so numbers may differ from a locked build:\n\n"
-        + "\n".join(f"* {line}" for line in drift)))
+show_table(build.provenance_table(runs), "What the trained cells ran on (from each bundle's provenance).",
+           "provenance", left=("value",))
+say(build.version_drift())

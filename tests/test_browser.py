@@ -1,10 +1,16 @@
-"""The built writeup opened in a real browser (headless Chromium), as a reader would open it.
+"""The built writeup opened in a real browser (headless Chromium at 1280 px), as a reader would open it, and printed.
 
-Every image has loaded, no traceback or error output shows, no code or input
-prompt shows, nothing is fetched from the network, and the claims ledger is
-there; a full-page screenshot is saved
-under the workspace's results/. Skipped, with the reason, where no Chromium is
-installed (CI installs the distribution's chromium and chromium-driver: .ci/run).
+On screen: every image has loaded, no traceback or error output shows, no code
+or input prompt shows, nothing is fetched from the network, the claims ledger
+is there, no table is wider than the text column, the claim → verdict summary
+comes before section 1, no caption names a config key, every figure says which
+rule made it from which CSV, and every link inside the page lands on something.
+In print (Chromium's print media at a Letter page, then Page.printToPDF): no
+verdict badge breaks across lines, every figure fits one page with its caption
+and cannot be split from it, and an animated figure shows its still poster.
+A full-page screenshot and the PDF are saved under the workspace's results/.
+Skipped, with the reason, where no Chromium is installed (CI installs the
+distribution's chromium and chromium-driver: .ci/run).
 
 ATTNLAB_BROWSER_WORKSPACE=<a built workspace> checks that build (the default
 build, say) instead of building the smoke workspace here.
@@ -14,13 +20,14 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import shutil
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-
+from attnlab.core.config import schema
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(name)), None)
@@ -29,11 +36,18 @@ NO_BROWSER = ("no headless browser: install the Debian packages chromium and chr
               "(apt-get install chromium chromium-driver, as .ci/run does)")
 WORKSPACE_ENV = "ATTNLAB_BROWSER_WORKSPACE"
 SCREENSHOT = Path("results") / "writeup" / "writeup_screenshot.png"
+PDF = Path("results") / "writeup" / "writeup.pdf"
+SCREEN_WIDTH = 1280  # the window a reader opens the page in
+# A Letter page less Chromium's default print margins (0.4 in each side), in CSS pixels (96 per inch).
+PRINT_WIDTH, PRINT_HEIGHT = round((8.5 - 0.8) * 96), round((11 - 0.8) * 96)
 # What a reader of the paper must never meet: code cells and their prompts, and error output.
 CODE_SELECTORS = (".jp-InputPrompt, .jp-OutputPrompt, .jp-InputArea-editor, .jp-CodeMirrorEditor, "
                   ".input_prompt, .output_prompt, div.input_area")
 ERROR_SELECTORS = ('[data-mime-type="application/vnd.jupyter.stderr"], '
                    '[data-mime-type="application/vnd.jupyter.error"], .jp-RenderedText.jp-mod-error')
+# A config key as a caption would print it: a section of the config schema, a dot, a key ('figures.map_layer').
+SECTIONS = sorted(name for name, spec in schema()["properties"].items() if spec.get("type") == "object")
+CONFIG_KEY = re.compile(r"\b(?:" + "|".join(SECTIONS) + r")\.[a-z_]+\b")
 
 pytestmark = pytest.mark.skipif(CHROMIUM is None or CHROMEDRIVER is None, reason=NO_BROWSER)
 
@@ -76,6 +90,95 @@ def page_problems(driver) -> list[str]:
     return problems
 
 
+def layout_problems(driver) -> list[str]:
+    """What a reader at this window width would find out of place: tables wider than the text column, the
+    summary after section 1, config keys in captions, figures that do not say what made them, dead links."""
+    found = driver.execute_script("""
+      const name = t => (t.caption ? t.caption.innerText : t.id || 'a table').slice(0, 60);
+      const wide = [];
+      for (const t of document.querySelectorAll('table')) {
+        const column = t.closest('.jp-Cell') || document.body;
+        const style = getComputedStyle(column);
+        const right = column.getBoundingClientRect().right - parseFloat(style.paddingRight);
+        const box = t.getBoundingClientRect();
+        let scrolled = false;  // wider than a box that clips it and shows a scrollbar instead
+        for (let a = t.parentElement; a && a !== document.body; a = a.parentElement)
+          scrolled = scrolled || (a.scrollWidth > a.clientWidth + 1 && getComputedStyle(a).overflowX !== 'visible');
+        if (box.right > right + 1 || t.scrollWidth > t.clientWidth + 1 || scrolled)
+          wide.push(`${name(t)} (${Math.round(box.width)} px, column ends ${Math.round(right - box.left)} px in)`);
+      }
+      const page = document.documentElement.scrollWidth > window.innerWidth + 1;
+      const summary = document.getElementById('table-summary');
+      const first = Array.from(document.querySelectorAll('h2')).find(h => /^\\s*1\\.\\s/.test(h.innerText));
+      const order = !summary ? 'no summary table (id table-summary)' : !first ? 'no section 1'
+        : (summary.compareDocumentPosition(first) & Node.DOCUMENT_POSITION_FOLLOWING) ? '' : 'after';
+      const captions = Array.from(document.querySelectorAll('figcaption, caption')).map(c => c.innerText);
+      const untraced = Array.from(document.querySelectorAll('figure')).filter(f => {
+        const line = f.querySelector('p.made-by');
+        return !line || !/rule/.test(line.innerText)
+          || !(line.querySelector('a[href$=".csv"]') || /from no table/.test(line.innerText));
+      }).map(f => f.id || (f.querySelector('figcaption') || f).innerText.slice(0, 40));
+      const dead = Array.from(document.querySelectorAll('a[href^="#"]')).map(a => a.getAttribute('href'))
+        .filter(h => !document.getElementById(h.slice(1)) && !document.getElementById(decodeURIComponent(h.slice(1))));
+      return {wide, page, order, captions, untraced, dead};
+    """)
+    problems = [f"a table is wider than the text column: {t}" for t in found["wide"]]
+    if found["page"]:
+        problems.append("the page scrolls sideways")
+    if found["order"] == "after":
+        problems.append("the claim → verdict summary comes after section 1")
+    elif found["order"]:
+        problems.append(found["order"])
+    for text in found["captions"]:
+        problems += [f"a caption names the config key {key!r}" for key in CONFIG_KEY.findall(text)]
+    problems += [f"figure {f!r} does not say which rule made it from which CSV" for f in found["untraced"]]
+    problems += [f"the link {href} leads nowhere on the page" for href in sorted(set(found["dead"]))]
+    return problems
+
+
+def print_problems(driver) -> list[str]:
+    """The page under print media on a Letter page: badges broken across lines, figures that could split from
+    their caption or do not fit a page, animations without a still."""
+    driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
+        "width": PRINT_WIDTH, "height": PRINT_HEIGHT, "deviceScaleFactor": 1, "mobile": False})
+    driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
+    try:
+        found = driver.execute_script("""
+          const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
+            return new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top))).size; };
+          const broken = Array.from(document.querySelectorAll('span.verdict')).filter(b => lines(b) > 1)
+            .map(b => b.innerText);
+          const figures = Array.from(document.querySelectorAll('figure')).map(f => ({
+            id: f.id || f.innerText.slice(0, 40), height: f.getBoundingClientRect().height,
+            avoid: getComputedStyle(f).breakInside, captioned: !!f.querySelector('figcaption'),
+            stills: Array.from(f.querySelectorAll('img')).filter(i => getComputedStyle(i).display !== 'none'
+              && !/\\.gif|image\\/gif/.test(i.currentSrc.slice(0, 30))).length,
+            animated: f.querySelectorAll('img[src^="data:image/gif"]').length}));
+          return {broken, figures};
+        """)
+    finally:
+        driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
+        driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
+    problems = [f"the verdict badge {text!r} breaks across lines in print" for text in found["broken"]]
+    for figure in found["figures"]:
+        name = figure["id"]
+        if figure["avoid"] != "avoid" or not figure["captioned"]:
+            problems.append(f"figure {name!r} can be split from its caption in print")
+        if figure["height"] > PRINT_HEIGHT:
+            problems.append(f"figure {name!r} is taller than a printed page ({figure['height']:.0f} px)")
+        if figure["animated"] and figure["stills"] < 1:
+            problems.append(f"figure {name!r} is animated and shows no still in print")
+    return problems
+
+
+def print_pdf(driver, out: Path) -> Path:
+    """The page printed to PDF by Chromium (Letter, default margins, backgrounds kept for the badges)."""
+    printed = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True, "preferCSSPageSize": False})
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_bytes(base64.b64decode(printed["data"]))
+    return out
+
+
 def save_full_page(driver, out: Path) -> Path:
     """A screenshot of the whole page, not only the window (Chromium's DevTools capture beyond the viewport)."""
     width = driver.execute_script("return document.documentElement.scrollWidth")
@@ -89,7 +192,7 @@ def save_full_page(driver, out: Path) -> Path:
 
 
 @contextmanager
-def chromium(width: int = 1200, height: int = 900):
+def chromium(width: int = SCREEN_WIDTH, height: int = 900):
     webdriver = pytest.importorskip("selenium.webdriver", reason="selenium is not installed (pip install selenium)")
     from selenium.webdriver.chrome.service import Service
 
@@ -126,16 +229,19 @@ def built_writeup(tmp_path_factory, request) -> Path:
 
 
 @pytest.mark.slow
-def test_the_built_writeup_reads_as_a_paper_in_chromium(built_writeup):
+def test_the_built_writeup_reads_as_a_paper_in_chromium_and_in_print(built_writeup):
     page = built_writeup / "results" / "writeup" / "writeup.html"
     assert page.is_file(), f"no writeup at {page}"
     with chromium() as driver:
         open_page(driver, page)
+        assert driver.execute_script("return window.innerWidth") == SCREEN_WIDTH
         shot = save_full_page(driver, built_writeup / SCREENSHOT)
-        problems = page_problems(driver)
+        problems = page_problems(driver) + layout_problems(driver) + print_problems(driver)
         figures = driver.execute_script("return document.querySelectorAll('figure figcaption').length")
-    print(f"full-page screenshot: {shot}")
+        pdf = print_pdf(driver, built_writeup / PDF)
+    print(f"full-page screenshot: {shot}; printed: {pdf}")
     assert shot.stat().st_size > 10_000
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 100_000
     assert not problems, "\n".join(problems)
     assert figures >= 10, f"only {figures} captioned figures"
 
@@ -145,6 +251,12 @@ def test_the_built_writeup_reads_as_a_paper_in_chromium(built_writeup):
 
 TINY_PNG = ("iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==")
 LEDGER = ("<table><caption>Table 1. The claims ledger.</caption><tbody><tr><td>claim</td></tr></tbody></table>")
+SUMMARY = '<table id="table-summary"><tbody><tr><td>claim</td></tr></tbody></table>'
+SECTION_1 = "<h2>1. Parameter budget</h2>"
+FIGURE = ('<figure style="break-inside: avoid"><img src="data:image/png;base64,{png}">'
+          '<figcaption>Figure 1. Maps of layer 0, head 0.</figcaption>'
+          '<p class="made-by">Made by rule figure_x from <a href="../tables/contest.csv">contest.csv</a>.</p>'
+          '</figure>').format(png=TINY_PNG)
 
 
 def test_the_checks_pass_a_clean_page_and_catch_a_broken_image(tmp_path):
@@ -177,3 +289,56 @@ def test_the_checks_catch_code_prompts_tracebacks_network_fetches_and_a_missing_
     assert any(p.startswith("error output is shown") for p in problems)
     assert "no claims-ledger table" in problems
     assert any(p.startswith("the page fetches https://cdn.example.org/require.js") for p in problems)
+
+
+def test_the_layout_checks_pass_a_clean_page_and_catch_each_fault(tmp_path):
+    clean = tmp_path / "clean.html"
+    clean.write_text(f"<html><body>{SUMMARY}{SECTION_1}{FIGURE}<a href='#table-summary'>summary</a></body></html>")
+    wide_row = "".join(f"<td>{'x' * 30}</td>" for _ in range(60))  # wider than any window
+    narrow_row = "".join(f"<td>{'x' * 10}</td>" for _ in range(6))  # wider than 300 px only
+    faulty = tmp_path / "faulty.html"
+    faulty.write_text(
+        f"<html><body>{SECTION_1}{SUMMARY}<table><caption>Too wide</caption><tr>{wide_row}</tr></table>"
+        f'<div style="overflow-x: auto; width: 300px"><table><caption>Scrolled</caption><tr>{narrow_row}</tr>'
+        "</table></div>"
+        f'<figure><img src="data:image/png;base64,{TINY_PNG}">'
+        "<figcaption>Maps of (figures.map_layer, figures.map_head).</figcaption></figure>"
+        "<a href='#table-nowhere'>a dead link</a></body></html>")
+    with chromium() as driver:
+        open_page(driver, clean)
+        assert layout_problems(driver) == []
+        open_page(driver, faulty)
+        problems = layout_problems(driver)
+    assert any(p.startswith("a table is wider than the text column: Too wide") for p in problems)
+    assert any(p.startswith("a table is wider than the text column: Scrolled") for p in problems)
+    assert "the page scrolls sideways" in problems
+    assert "the claim → verdict summary comes after section 1" in problems
+    assert "a caption names the config key 'figures.map_layer'" in problems
+    assert "a caption names the config key 'figures.map_head'" in problems
+    assert any(p.startswith("figure ") and p.endswith("which rule made it from which CSV") for p in problems)
+    assert "the link #table-nowhere leads nowhere on the page" in problems
+
+
+def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animation_without_a_still(tmp_path):
+    gif = ("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==")
+    clean = tmp_path / "clean.html"
+    clean.write_text('<html><body><table><tr><td style="width: 30px">'
+                     '<span class="verdict" style="white-space: nowrap">not testable</span></td></tr></table>'
+                     f"{FIGURE}</body></html>")
+    faulty = tmp_path / "faulty.html"
+    faulty.write_text('<html><body><table><tr><td style="width: 30px">'
+                      '<span class="verdict">not testable at default</span></td></tr></table>'
+                      f'<figure id="tall"><img src="data:image/png;base64,{TINY_PNG}" style="height: 2000px">'
+                      "<figcaption>Tall.</figcaption></figure>"
+                      f'<figure id="moving" style="break-inside: avoid"><img src="data:image/gif;base64,{gif}">'
+                      "<figcaption>Animated.</figcaption></figure></body></html>")
+    with chromium() as driver:
+        open_page(driver, clean)
+        assert print_problems(driver) == []
+        open_page(driver, faulty)
+        problems = print_problems(driver)
+        assert driver.execute_script("return window.innerWidth") == SCREEN_WIDTH, "print emulation is undone"
+    assert problems[:2] == ["the verdict badge 'not testable at default' breaks across lines in print",
+                            "figure 'tall' can be split from its caption in print"]
+    assert problems[2].startswith("figure 'tall' is taller than a printed page")
+    assert problems[3:] == ["figure 'moving' is animated and shows no still in print"]

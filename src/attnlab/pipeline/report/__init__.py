@@ -1,0 +1,17 @@
+"""The writeup's helpers, one job per module; notebooks/writeup.py calls them.
+
+- style, page: the stylesheet, and the HTML of numbered tables, captioned figures and links;
+- build: the tables the page reads, the protocol beside the published one, provenance, compute used;
+- abstract: the variants and the abstract at the top;
+- contest, telemetry, a3: each section's tables for reading and its results paragraph;
+- ledger: the claim → verdict summary, the full ledger, the posts cited.
+
+Numbers are written by attnlab.pipeline.formatting, as in the tables' .md and .tex.
+Nothing here derives what a table holds: the tables (attnlab.pipeline.tables) and the
+ledger (attnlab.pipeline.claims) compute, these modules present. The package imports
+every module, so the writeup rule's code fingerprint of it covers them all.
+"""
+
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, style, telemetry
+
+__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "style", "telemetry"]

@@ -1,0 +1,100 @@
+"""The writeup's A³ section: where A³ starts (step-0 maps), what its gate and bias did per layer, and whether a
+learned per-head temperature (softmax_t) closes A³'s gain over the baseline.
+
+A³'s gate starts at σ(b_g) with b_g = 3 (attnlab.pipeline.contract.A3_GATE_INIT), so A³ starts at the
+baseline's softmax at temperature 1/σ(3), computed here from that constant, never typed.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlab.core.constants import A3_GATE_BIAS_INIT
+from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE
+from attnlab.pipeline.formatting import MISSING, fixed, signed
+from attnlab.pipeline.tables import a3_vs_temperature_display
+
+START_TEMPERATURE = 1.0 / A3_GATE_INIT  # A³ at init is softmax(σ(3)·S): softmax at temperature 1/σ(3)
+
+
+def start_sentence() -> str:
+    """Where A³ starts, from the gate's initial bias and value (never typed)."""
+    b = f"{A3_GATE_BIAS_INIT:g}"
+    return (f"At init (`b_g = {b}`, `W_g = 0`, `U = 0`) the gate is σ({b}) ≈ {A3_GATE_INIT:.4f} everywhere, so A³ "
+            f"starts at {BASELINE} with temperature 1/σ({b}) ≈ {START_TEMPERATURE:.4f}, not at {BASELINE} itself")
+
+
+def a3_init_display(init: pd.DataFrame) -> pd.DataFrame:
+    return pd.DataFrame({
+        "seed": init.seed.astype(int),
+        f"max |A³ − {BASELINE}|": init.max_diff_vs_softmax.map(lambda x: f"{x:.2g}"),
+        f"max |A³ − {BASELINE} at temperature 1/σ(3)|": init.max_diff_vs_tempered_softmax.map(lambda x: f"{x:.2g}"),
+        "worst |row sum − 1|": init.max_row_sum_error.map(lambda x: f"{x:.2g}"),
+    })
+
+
+def a3_layers_display(layers: pd.DataFrame) -> pd.DataFrame:
+    """The a3_vs_softmax_entropy table for reading: per layer, both entropies, their difference, A³'s gate and bias."""
+    return pd.DataFrame({
+        "layer": layers.layer.astype(int),
+        "A³ entropy": layers.a3_entropy.map(fixed),
+        f"{BASELINE} entropy": layers.softmax_entropy.map(fixed),
+        f"A³ − {BASELINE}": layers.entropy_diff.map(lambda x: signed(x, 3)),
+        f"gate G mean (init {A3_GATE_INIT:.3f})": layers.a3_gate_mean.map(fixed),
+        "bias B spread over keys": layers.a3_bias_std.map(fixed),
+    })
+
+
+def a3_results(layers: pd.DataFrame) -> str:
+    if layers.empty:
+        return "No A³ cells with gate telemetry in this build."
+    below = (layers.a3_gate_mean < A3_GATE_INIT).all()
+    sharper = layers[layers.entropy_diff < 0]
+    text = ("Per layer, A³'s gate mean is " + ", ".join(fixed(g) for g in layers.a3_gate_mean)
+            + f" against its init {A3_GATE_INIT:.3f}; A³'s row entropy minus {BASELINE}'s is "
+            + ", ".join(signed(d, 3) for d in layers.entropy_diff) + " (below 0: sharper).")
+    if below and len(sharper):
+        text += (f" Every gate sits below its init, which on its own would cool the logits and soften the rows; "
+                 f"yet A³ is sharper than {BASELINE} in layer{'s' if len(sharper) > 1 else ''} "
+                 + ", ".join(str(int(layer)) for layer in sharper.layer)
+                 + ". So the sharpening does not come from the gate: it comes from the key bias B (its spread over "
+                 "the keys is the last column) or from A³'s own trained q·k scale, which these tables do not "
+                 "separate.")
+    return text
+
+
+def has_temperature_arm(table: pd.DataFrame) -> bool:
+    """Whether the a3_vs_temperature table holds softmax_t cells (a build without the arms has none)."""
+    return not table.empty and table.softmax_t_best_val.notna().any()
+
+
+def temperature_results(table: pd.DataFrame) -> str:
+    """A³'s mean gain over the baseline beside softmax_t's, when the build trained the temperature arm."""
+    if table.empty:
+        return f"No A³ and {BASELINE} contest seeds in this build, so no gain to compare."
+    mean = table.mean(numeric_only=True)
+    text = f"Over {len(table)} contest seeds, A³ gains {signed(mean.a3_gain)} nats over {BASELINE} (> 0 is better)"
+    if not has_temperature_arm(table):
+        return text + ("; this build has no softmax_t cells, so whether a learned per-head temperature closes that "
+                       "gain is left to a build with the arms (`config/arms.yaml`, `config/paper.yaml`).")
+    share = mean.softmax_t_gain / mean.a3_gain if mean.a3_gain else float("nan")
+    return text + (f"; softmax_t gains {signed(mean.softmax_t_gain)}, "
+                   f"{fixed(share, 2) if share == share else MISSING} of A³'s gain.")
+
+
+def temperature_display(table: pd.DataFrame) -> pd.DataFrame:
+    """The a3_vs_temperature table as a3_vs_temperature.md shows it: per seed and the mean over seeds."""
+    return a3_vs_temperature_display(table)
+
+
+def composability_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and kv_heads: dense and blockwise best loss, their step-0 and final difference, the verdicts."""
+    return pd.DataFrame({
+        "variant": table.variant, "kv_heads": table.kv_heads.astype(int), "seeds": table.seeds,
+        "dense loss": table.dense_loss.map(lambda x: fixed(x, 4)),
+        "blockwise loss": table.blockwise_loss.map(lambda x: fixed(x, 4)),
+        "|difference| at step 0": table.step0_diff.map(lambda x: f"{x:.2g}"),
+        "relative |difference| at the best": table.rel_diff.map(lambda x: f"{x:.2%}"),
+        "same training": table.agree.map(lambda x: "yes" if bool(x) else "no"),
+        "loss fell": table.loss_fell.map(lambda x: "yes" if bool(x) else "no"),
+    })

@@ -1,0 +1,150 @@
+"""What the build was: its protocol beside the published one, what the cells ran on, and the compute they used.
+
+Read from runs.csv (each bundle's config and provenance) and, for the
+published protocol, from the config file of that name beside the results
+(config/paper.yaml): the writeup never types a protocol's size by hand.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab.core.config import load_config
+from attnlab.pipeline import contract, environment
+from attnlab.pipeline.claims import build_protocol, published
+from attnlab.pipeline.paths import results_dir
+from attnlab.pipeline.formatting import finite, plural
+
+PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
+
+
+def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
+    """Every table the collect step writes (the table contract), and the composability table when the build has it."""
+    tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
+    if (Path(folder) / "composability.csv").is_file():
+        tables["composability"] = pd.read_csv(Path(folder) / "composability.csv")
+    return tables
+
+
+def protocol(runs: pd.DataFrame) -> str:
+    """The config name every cell ran ('mixed: a, b' when several)."""
+    return build_protocol({"runs": runs})
+
+
+def published_protocol() -> str:
+    return published()["protocol"]
+
+
+def same_protocol(runs: pd.DataFrame) -> bool:
+    """Published numbers are only comparable when this build ran the published protocol."""
+    return protocol(runs) == published_protocol()
+
+
+def describe(model: dict, train: dict, seeds) -> str:
+    """A protocol's size in words: 'd_model 64, 2 layers, 4 heads, a 64-character window, 1,000 steps of batch 16'."""
+    seeds = sorted(int(s) for s in seeds)
+    text = (f"d_model {int(model['d_model'])}, {plural(int(model['layers']), 'layer')}, "
+            f"{plural(int(model['heads']), 'head')}, a {int(model['block_size'])}-character window, "
+            f"{int(train['steps']):,} steps of batch {int(train['batch_size'])}")
+    return text + (f", {plural(len(seeds), 'contest seed')}" if seeds else "")
+
+
+def build_size(runs: pd.DataFrame, contest: pd.DataFrame) -> str:
+    """This build's protocol in words, from the config each bundle recorded."""
+    first = runs.iloc[0]
+    model = {k: first[f"config.model.{k}"] for k in ("d_model", "layers", "heads", "block_size")}
+    train = {k: first[f"config.train.{k}"] for k in ("steps", "batch_size")}
+    seeds = {s for text in contest.seeds.astype(str) for s in text.split()}
+    return describe(model, train, seeds)
+
+
+def published_size() -> str:
+    """The published protocol in words, from config/<published protocol>.yaml in the workspace ('' without it)."""
+    path = results_dir().parent / "config" / f"{published_protocol()}.yaml"
+    if not path.is_file():
+        return ""
+    cfg = load_config(path)
+    return describe(cfg["model"], cfg["train"], cfg["contest"]["seeds"])
+
+
+def protocol_text(runs: pd.DataFrame, contest: pd.DataFrame) -> str:
+    """Which protocol ran and how it stands to the published one (HTML: the protocol names as code)."""
+    name, pub = protocol(runs), published_protocol()
+    text = (f"It ran the <code>{name}</code> protocol: {build_size(runs, contest)}; {plural(len(runs), 'trained cell')}, "
+            f"{compute_used(runs).split(' for ')[0]} of training.")
+    if same_protocol(runs):
+        return text + " That is the posts' published protocol, so the published numbers stand beside this build's."
+    size = published_size()
+    return text + (f" The posts published their numbers at the larger <code>{pub}</code> protocol"
+                   + (f" ({size})" if size else "")
+                   + f", so published values are not set beside these, and every verdict here is a verdict at "
+                   f"<code>{name}</code>.")
+
+
+# ---- what the cells ran on
+
+
+def _values(runs: pd.DataFrame, column: str) -> list[str]:
+    if column not in runs:
+        return []
+    return sorted({str(v) for v in runs[column] if not (isinstance(v, float) and not finite(v))})
+
+
+def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
+    """What the cells ran on, one readable row per fact; a fact that differs between cells lists every value."""
+    rows = []
+
+    def add(what, values):
+        if values:
+            rows.append({"what": what, "value": ", ".join(values)})
+
+    commits = _values(runs, "provenance.git.commit")
+    dirty = {str(v) for v in runs.get("provenance.git.dirty", pd.Series(dtype=object)).dropna()}
+    state = ("with uncommitted changes" if "True" in dirty else "a clean checkout") if dirty else "state not recorded"
+    add("attnlab source (git commit)", [f"{c} ({state})" for c in commits] or ["not recorded"])
+    add("Python", _values(runs, "provenance.python"))
+    packages = sorted((c.removeprefix("provenance.packages.") for c in runs if c.startswith("provenance.packages.")),
+                      key=lambda n: (PACKAGE_ORDER.index(n) if n in PACKAGE_ORDER else len(PACKAGE_ORDER), n))
+    add("packages", [" · ".join(f"{n} {', '.join(_values(runs, f'provenance.packages.{n}'))}" for n in packages)])
+    kinds = _values(runs, "provenance.device.kind")
+    counts = _values(runs, "provenance.device.count")
+    add("device", [f"{', '.join(counts) or '?'} × {kind}" for kind in kinds])
+    add("operating system", _values(runs, "provenance.platform"))
+    add("XLA flags", _values(runs, "provenance.xla_flags"))
+    jobs = _values(runs, "provenance.slurm_job_id")
+    add("scheduler", [f"SLURM, {plural(len(jobs), 'job')}"] if jobs else ["local (no SLURM job)"])
+    add("compute", [compute_used(runs)])
+    return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def compute_used(runs: pd.DataFrame) -> str:
+    """The compute the cells' training used: their training loops (wall_time_s) and compilation (compile_s), summed.
+
+    Each training job declares one thread (workflow/rules/train.smk), so on a CPU a cell's wall time is its
+    CPU time; on an accelerator the same sum is in device-minutes.
+    """
+    if runs.empty or "wall_time_s" not in runs:
+        return "not recorded (runs.csv has no wall times)"
+    loops = float(runs.wall_time_s.astype(float).sum()) / 60
+    compiling = float(runs.compile_s.astype(float).sum()) / 60 if "compile_s" in runs else float("nan")
+    kinds = _values(runs, "provenance.device.kind")
+    unit = ("CPU-minutes" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
+            else f"device-minutes ({', '.join(kinds) or 'device not recorded'})")
+    text = f"{loops + (compiling if finite(compiling) else 0):,.1f} {unit} for {len(runs)} cells: training loops {loops:,.1f}"
+    if finite(compiling):
+        text += f", compiling {compiling:,.1f}"
+    return text + " (the corpus, collection, figures and this page are not counted)"
+
+
+def version_drift() -> str:
+    """Whether the installed packages are the locked ones (the lock is constraints.txt beside this source)."""
+    if not environment.LOCK.is_file():
+        return f"**Version drift:** not checked (no `{environment.LOCK.name}` beside this build's source)."
+    drift = environment.version_drift(environment.LOCK)
+    if not drift:
+        return (f"**Version drift:** none; every installed package that `{environment.LOCK.name}` pins has its "
+                "pinned version.")
+    return ("**Version drift:** these installed packages differ from the lock, so numbers may differ from a locked "
+            "build:\n\n" + "\n".join(f"* {line}" for line in drift))

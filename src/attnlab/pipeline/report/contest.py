@@ -1,0 +1,208 @@
+"""The writeup's contest, learning-rate sweep and best-LR sections: their tables for reading and their prose.
+
+Each variant is compared with the baseline seed by seed (the contest table's
+paired columns, from attnlab.pipeline.statistics); the published numbers stand
+beside this build's only when the build ran the published protocol.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import published
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.tables import sweep_display as wide_sweep
+from attnlab.pipeline.formatting import (MISSING, difference, finite, interval, lr_text, mean_pm, percent,
+                                                plural, signed)
+
+LEVEL = f"{statistics.CONFIDENCE:.0%}"
+
+
+def ordered(variants, contest: pd.DataFrame) -> list[str]:
+    """The variants in the contest table's order, any others after them."""
+    present = list(dict.fromkeys(variants))
+    return [v for v in contest.variant if v in present] + [v for v in present if v not in set(contest.variant)]
+
+
+def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
+    """The contest for reading and its spanning headers: each variant's loss, and its paired comparison
+    with the baseline over the seeds both have (difference with its interval, wins, gap in percent)."""
+    baseline = contest.variant == BASELINE
+    shown = pd.DataFrame({
+        "variant": contest.variant,
+        "LR": [lr_text(lr, c) for lr, c in zip(contest.lr, contest.lr_choice)],
+        "seeds": contest.n_seeds.astype(int),
+        "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
+        "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
+        f"− {BASELINE} (nats) [{LEVEL} interval]": [
+            "baseline" if b else difference(d, lo, hi)
+            for b, d, lo, hi in zip(baseline, contest.delta_vs_softmax, contest.delta_ci_low, contest.delta_ci_high)],
+        "wins": ["" if b else w for b, w in zip(baseline, contest.wins)],
+        f"gap to {BASELINE}": ["baseline" if b else percent(g) for b, g in zip(baseline, contest.gap_vs_softmax)],
+        "diverged seeds": contest.n_diverged.astype(int),
+    })
+    groups = [("", 5), (f"paired by seed with {BASELINE}", 3), ("", 1)]
+    if comparable:
+        groups = [("this build" if not label else f"this build, {label}", span) for label, span in groups]
+        pub = {(p["variant"], format_lr(p["lr"])): p for p in published()["contest"]}
+        rows = [pub.get((v, format_lr(lr))) for v, lr in zip(contest.variant, contest.lr)]
+        shown["published (nats/char)"] = [f"{p['mean']:.4f} ± {p['std']:.4f}" if p else MISSING for p in rows]
+        shown["published bits/char"] = [f"{p['bpc']:.3f}" if p else MISSING for p in rows]
+        groups.append(("published, same variant and LR", 2))
+    return shown, groups
+
+
+def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
+    ranked = contest.sort_values("best_val_mean").reset_index(drop=True)
+    losses = dict(zip(contest.variant, mean_pm(contest.best_val_mean, contest.best_val_std)))
+    winner = ranked.iloc[0]
+    seeds = sorted(set(int(n) for n in contest.n_seeds))
+    per_variant = plural(seeds[0], "seed") + " per variant" if len(seeds) == 1 else "seeds per variant as listed"
+    text = (f"At the `{protocol_name}` protocol ({per_variant}), **{winner.variant}** has the lowest "
+            f"best validation loss, {losses[winner.variant]} nats/char")
+    if len(ranked) > 1:
+        text += "; then " + ", ".join(f"{r.variant} {losses[r.variant]}" for r in ranked.iloc[1:].itertuples())
+    text += "."
+    parts = [comparison(row) for row in ranked.itertuples() if row.variant != BASELINE and finite(row.delta_vs_softmax)]
+    if parts:
+        text += (f" Paired by seed with {BASELINE} (each variant at its own contest LR, over the seeds both have; "
+                 f"below 0 beats {BASELINE}): " + "; ".join(parts) + ".")
+    diverged = contest[contest.n_diverged > 0]
+    if len(diverged):
+        text += " Diverged contest seeds: " + ", ".join(
+            f"{r.variant} {int(r.n_diverged)}" for r in diverged.itertuples()) + "."
+    return text
+
+
+def comparison(row) -> str:
+    """One contest row against the baseline: 'yat +0.0989 nats (95% interval [...], wins 0/3): <reading>'."""
+    text = f"{row.variant} {signed(row.delta_vs_softmax)} nats"
+    if finite(row.delta_ci_low) and finite(row.delta_ci_high):
+        return text + (f" ({LEVEL} interval {interval(row.delta_ci_low, row.delta_ci_high)}, wins {row.wins}): "
+                       f"{reading(row.delta_ci_low, row.delta_ci_high)}")
+    return text + f" ({statistics.ONE_SEED})"
+
+
+def reading(low: float, high: float) -> str:
+    """What an interval of a difference from the baseline says."""
+    if high < 0:
+        return f"the interval lies below 0, better than {BASELINE}"
+    if low > 0:
+        return f"the interval lies above 0, worse than {BASELINE}"
+    return "the interval spans 0, a difference the seeds do not resolve"
+
+
+def still_improving(runs: pd.DataFrame) -> str:
+    """A sentence when the cells' best validation loss came at their last evaluation (still improving)."""
+    if runs.empty or "best_step" not in runs or "config.train.steps" not in runs:
+        return ""
+    last = runs.best_step.astype(float) >= runs["config.train.steps"].astype(float)
+    if last.all():
+        return (f"Every one of the {len(runs)} trained cells reached its best validation loss at its last "
+                "evaluation: the models were still improving when training stopped, so these rankings are of "
+                "models that had not finished learning.")
+    if last.any():
+        return (f"{int(last.sum())} of the {len(runs)} trained cells reached their best validation loss at their "
+                "last evaluation (still improving when training stopped).")
+    return ""
+
+
+def params_display(params: pd.DataFrame) -> pd.DataFrame:
+    """Each variant's trainable parameters and what it adds to the baseline's."""
+    base = params.n_params[params.variant == BASELINE]
+    base = int(base.iloc[0]) if len(base) else None
+    extra = [None if v == BASELINE or not finite(n) else int(n) for v, n in zip(params.variant, params.vs_softmax)]
+    return pd.DataFrame({
+        "variant": params.variant,
+        "parameters": params.n_params.map(lambda n: f"{int(n):,}"),
+        f"extra vs {BASELINE}": ["baseline" if v == BASELINE else (MISSING if n is None else f"{n:+,}")
+                                 for v, n in zip(params.variant, extra)],
+        f"extra vs {BASELINE} (%)": ["baseline" if v == BASELINE else (f"{n / base:+.3%}" if base and n is not None
+                                                                       else MISSING)
+                                     for v, n in zip(params.variant, extra)],
+    })
+
+
+# ---- the learning-rate sweep
+
+
+def sweep_display(sweep: pd.DataFrame, contest: pd.DataFrame,
+                  comparable: bool) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
+    """LR rows x variant columns in contest order: the mean over the sweep seeds, a diverged cell as such."""
+    wide = wide_sweep(sweep).rename(columns={"lr": "LR"})
+    wide = wide[["LR"] + ordered([c for c in wide.columns if c != "LR"], contest)]
+    seeds = sweep.seed.nunique()
+    label = ("best validation loss at the sweep seed (nats/char)" if seeds == 1
+             else f"best validation loss, mean over the {seeds} sweep seeds (nats/char)")
+    groups = [("", 1), (label, len(wide.columns) - 1)]
+    if comparable:
+        values = published()["lr_sweep"]
+        for variant, by_lr in values.items():
+            at = {format_lr(lr): f"{loss:.4f}" for lr, loss in by_lr.items()}
+            wide[f"{variant} "] = [at.get(lr, MISSING) for lr in wide.LR]
+        groups.append(("published", len(values)))
+    return wide, groups
+
+
+def sweep_results(sweep: pd.DataFrame, best: pd.DataFrame, contest: pd.DataFrame) -> str:
+    """Each variant's best sweep LR (from the best_lr table) and the cells that diverged."""
+    seeds = sweep.seed.nunique()
+    where = "at the sweep seed" if seeds == 1 else f"mean over the {seeds} sweep seeds"
+    rows = best.set_index("variant")
+    parts = [f"{v} {format_lr(rows.loc[v].best_lr)} ({rows.loc[v].best_val_mean:.3f})"
+             for v in ordered(best.variant, contest)]
+    text = f"Best LR of each variant ({where}): {', '.join(parts)}." if parts else "No sweep LR trained cleanly."
+    diverged = sweep[sweep.diverged.astype(bool)]
+    cells = [f"{r.variant} at LR {format_lr(r.lr)}" + (f" seed {int(r.seed)}" if seeds > 1 else "")
+             + (f" at step {int(r.diverged_step)}" if finite(r.diverged_step) else "") for r in diverged.itertuples()]
+    text += f" Diverged cells: {', '.join(cells)}." if cells else " No cell diverged."
+    lrs = sorted(set(sweep.lr.astype(float)))
+    if len(lrs) < 3:
+        text += f" With {len(lrs)} LRs ({', '.join(map(format_lr, lrs))}) the sweep only brackets each optimum."
+    return text
+
+
+# ---- each variant at its best sweep LR
+
+
+def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
+    """Each variant at its best sweep LR against the baseline at its own, beside the same comparison in the contest."""
+    def cell(variant, mean, low, high, gap):
+        return "baseline" if variant == BASELINE else f"{difference(mean, low, high)}, {percent(gap)}"
+
+    return pd.DataFrame({
+        "variant": best.variant,
+        "best sweep LR": best.best_lr.map(lr_text),
+        "sweep seeds": best.n_sweep_seeds.astype(int),
+        f"− {BASELINE} at the best LRs (nats) [{LEVEL} interval], gap": [
+            cell(r.variant, r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high, r.gap_vs_softmax)
+            for r in best.itertuples()],
+        "contest LR": [lr_text(lr, c) for lr, c in zip(best.contest_lr, best.contest_lr_choice)],
+        f"− {BASELINE} in the contest (nats) [{LEVEL} interval], gap": [
+            cell(r.variant, r.contest_delta_vs_softmax, r.contest_delta_ci_low, r.contest_delta_ci_high,
+                 r.contest_gap_vs_softmax) for r in best.itertuples()],
+    })
+
+
+def best_lr_results(best: pd.DataFrame) -> str:
+    """Where a variant's contest LR is not its best sweep LR, and what that changes against the baseline."""
+    if best.empty:
+        return "No sweep cells trained, so no variant has a best sweep LR."
+    off = [r for r in best.itertuples() if finite(r.contest_lr) and format_lr(r.best_lr) != format_lr(r.contest_lr)]
+    seeds = int(best.n_sweep_seeds.max())
+    text = (f"The sweep ran {plural(seeds, 'seed')} per LR, so "
+            + (f"these comparisons have no interval ({statistics.ONE_SEED})." if seeds == 1
+               else "these comparisons carry intervals over the sweep seeds."))
+    if not off:
+        return text + " Every variant's contest LR is its best sweep LR."
+
+    def moved(r):
+        lrs = f"{r.variant} (contest {format_lr(r.contest_lr)}, best {format_lr(r.best_lr)}"
+        if r.variant == BASELINE:
+            return lrs + ")"
+        return (f"{lrs}: gap to {BASELINE} {percent(r.contest_gap_vs_softmax)} in the contest, "
+                f"{percent(r.gap_vs_softmax)} with each at its best LR)")
+    return (text + " The contest runs these variants away from their best sweep LR: " + "; ".join(map(moved, off))
+            + f". A claim about a gap to {BASELINE} can turn on that choice.")

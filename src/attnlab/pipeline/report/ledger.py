@@ -1,0 +1,199 @@
+"""The claims ledger on the page: the summary of claim → verdict up front, the full ledger, the tally, the posts.
+
+Every row names the post its claim comes from (the ledger's source column,
+shown as the post's title and linked to the references), and the summary
+links each claim to the table in this writeup that holds its evidence.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import published
+from attnlab.pipeline.formatting import MISSING
+from attnlab.pipeline.report.page import anchor, link
+
+# The ledger's five verdicts (attnlab.pipeline.statistics) and how each is coloured.
+VERDICT_CLASSES = ((statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
+                   (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"),
+                   (statistics.BY_CONSTRUCTION, "construction"))
+MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
+LEDGER_WIDTHS = {"post": 9, "claim": 14, "check": 15, "measured": 15, "published": 10, "verdict": 13,
+                 "interval": 11, "seeds": 6, "note": 15}
+SUMMARY_WIDTHS = {"claim": 24, "measured": 21, "published": 13, "verdict": 13, "why": 20, "evidence": 9}
+# Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
+EVIDENCE = (("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
+            ("orders of magnitude", "score_scale"), ("ablation", "score_scale"), ("row mass", "mass_auroc"),
+            ("diffuse", "entropy"), ("valid distributions", "a3_init"), ("starts", "a3_init"),
+            ("early layers", "a3_vs_softmax_entropy"), ("overhead", "params"), ("composes", "composability"),
+            ("softmax over its kernel", "normswap"), ("per-token temperature", "a3_vs_temperature"))
+EVIDENCE_NAMES = {"contest": "the contest", "lr_sweep": "the LR sweep", "score_scale": "score scale",
+                  "mass_auroc": "mass AUROC", "entropy": "row entropy", "a3_init": "A³ at step 0",
+                  "a3_vs_softmax_entropy": "A³ per layer", "params": "parameters", "composability": "composability",
+                  "normswap": "normaliser swap", "a3_vs_temperature": "A³ vs a temperature", "ledger": "the ledger"}
+
+
+def read_ledger(path: Path) -> pd.DataFrame:
+    """ledger.csv as the page shows it: text columns empty rather than NaN."""
+    ledger = pd.read_csv(path)
+    text = [c for c in ledger.columns if c not in ("seeds", "seeds_to_resolve")]
+    ledger[text] = ledger[text].astype(object).where(ledger[text].notna(), "")
+    return ledger
+
+
+def verdict_kind(verdict: str) -> tuple[str, str]:
+    """('not testable', 'untested'): the verdict word without its protocol, and how it is coloured."""
+    for kind, css in VERDICT_CLASSES:
+        if str(verdict).startswith(kind):
+            return kind, css
+    return str(verdict), "untested"
+
+
+def badge(verdict: str) -> str:
+    """The verdict as a coloured badge of its kind ('not testable'; the caption names the protocol)."""
+    kind, css = verdict_kind(verdict)
+    return f'<span class="verdict {css}" title="{html.escape(str(verdict), quote=True)}">{html.escape(kind)}</span>'
+
+
+# ---- the posts
+
+
+def sources() -> dict:
+    """The ledger's source names -> their citation (published.yaml's sources), in reference order."""
+    return published()["sources"]
+
+
+def reference_number(source: str) -> int | None:
+    """The post's number in the references (a source that is no post of its own: the one it points to)."""
+    entry = sources().get(source, {})
+    source = entry.get("see", source)
+    cited = [name for name, s in sources().items() if s.get("cited", True)]
+    return cited.index(source) + 1 if source in cited else None
+
+
+def post_name(source: str) -> str:
+    """How a row names its post: the post's title with its reference number, linked to the references."""
+    entry = sources().get(source)
+    if entry is None:
+        return html.escape(source)
+    number = reference_number(source)
+    title = html.escape(entry["short"])
+    return f'<a href="#references">{title} [{number}]</a>' if number else title
+
+
+def references_html() -> str:
+    """The posts the claims come from, as a numbered reference list (id 'references')."""
+    items = []
+    for entry in (s for s in sources().values() if s.get("cited", True)):
+        title = f"“{html.escape(entry['title'])}”"
+        if entry.get("url"):
+            title = f'<a href="{html.escape(entry["url"], quote=True)}">{title}</a>'
+        parts = [html.escape(entry["author"])] if entry.get("author") else []
+        parts += [title, html.escape(entry["kind"])] + ([html.escape(str(entry["date"]))] if entry.get("date") else [])
+        note = f" {html.escape(entry['note'])}" if entry.get("note") else ""
+        items.append(f"<li>{', '.join(parts)}.{note}</li>")
+    return f'<ol class="references" id="references">{"".join(items)}</ol>'
+
+
+# ---- the full ledger
+
+
+def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The ledger for the page: the post named, the verdict coloured with what would resolve an inconclusive one."""
+    shown = pd.DataFrame({"post": ledger.source.map(post_name)})
+    for column in ("claim", "check", "measured", "published"):
+        shown[column] = ledger[column]
+    shown["verdict"] = [badge(v) + (f'<span class="resolution">{html.escape(str(r))}</span>' if r else "")
+                        for v, r in zip(ledger.verdict, ledger.resolution)]
+    shown["interval"] = ledger.interval
+    shown["seeds"] = [str(int(n)) if pd.notna(n) and int(n) > 0 else MISSING for n in ledger.seeds]
+    shown["note"] = ledger.note
+    return shown.replace("", MISSING)
+
+
+def verdict_of(ledger: pd.DataFrame, words: str) -> str:
+    """The verdict of the first claim that says `words` ('' when no claim does)."""
+    hits = ledger[ledger.claim.str.contains(words, case=False, regex=False)]
+    return str(hits.verdict.iloc[0]) if len(hits) else ""
+
+
+def tally(ledger: pd.DataFrame) -> str:
+    """'2 holds, 1 contradicted, 6 inconclusive, 3 not testable, 2 by construction' (verdicts in their order)."""
+    counts = ledger.verdict.map(lambda v: verdict_kind(v)[0]).value_counts()
+    return ", ".join(f"{counts[kind]} {kind}" for kind, _ in VERDICT_CLASSES if kind in counts)
+
+
+def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -> str:
+    text = f"At the `{protocol_name}` protocol, of {len(ledger)} claims: {tally(ledger)}."
+    text += (f" A verdict rests on the interval beside it ({statistics.CONFIDENCE:.0%}, t distribution, over the "
+             "seeds named): *holds* when it lies inside what the claim says, *contradicted* when it excludes "
+             "it, *inconclusive* when it spans the claim's threshold or when one seed gives no interval, *not "
+             "testable* when this protocol cannot express the claim, *by construction* when the model's "
+             "construction settles it.")
+    if not comparable:
+        text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
+                 "contradicted at this protocol; it does not refute the published number.")
+    return text
+
+
+# ---- the summary, before section 1
+
+
+def threshold(check: str) -> str:
+    """What the claim says as a number, from the check's own words ('the claim: at least 100×')."""
+    found = re.search(r"the claim: ([^;]+)", str(check))
+    return found.group(1).strip() if found else ""
+
+
+def reason(row) -> str:
+    """One line: why the row has its verdict."""
+    kind = verdict_kind(row.verdict)[0]
+    interval, resolution, limit = str(row.interval), str(row.resolution), threshold(row.check)
+    why = re.sub(r"^none( needed)?: ", "", interval)
+    if why != interval or not interval:  # no interval: the row says why, or what would resolve it
+        return resolution or why or MISSING
+    against = f" the claim ({limit})" if limit else " the claim"
+    if kind == statistics.HOLDS:
+        return f"{interval} lies inside{against}"
+    if kind == statistics.CONTRADICTED:
+        return f"{interval} excludes{against}"
+    if kind == statistics.INCONCLUSIVE:
+        if interval == statistics.ONE_SEED:
+            return resolution or interval
+        return f"{interval} spans{against}" + (f"; {resolution}" if resolution else "")
+    return interval
+
+
+def evidence(claim: str, shown: set[str]) -> str:
+    """The table on this page that holds the claim's evidence ('ledger' when it is not shown)."""
+    for words, table in EVIDENCE:
+        if words.lower() in str(claim).lower() and table in shown:
+            return table
+    return "ledger"
+
+
+def summary_display(ledger: pd.DataFrame, shown: set[str]) -> pd.DataFrame:
+    """Claim → verdict, one row per claim: the post's reference, measured and published values, the verdict,
+    one line of why, and a link to the table that holds the evidence (`shown`: the tables on the page)."""
+    def claim(row):
+        number = reference_number(row.source)
+        cite = f' <a href="#references">[{number}]</a>' if number else f" ({html.escape(str(row.source))})"
+        return html.escape(str(row.claim)) + cite
+
+    def see(row):
+        table = evidence(row.claim, shown)
+        return link(f"#{anchor('table', table)}", EVIDENCE_NAMES[table])
+
+    return pd.DataFrame({
+        "claim": [claim(r) for r in ledger.itertuples()],
+        "measured": ledger.measured.replace("", MISSING),
+        "published": ledger.published.replace("", MISSING),
+        "verdict": ledger.verdict.map(badge),
+        "why": [reason(r) for r in ledger.itertuples()],
+        "evidence": [see(r) for r in ledger.itertuples()],
+    })

@@ -1,0 +1,164 @@
+"""The writeup's HTML: numbered tables and figures, captions read from workflow/report/, links within the page.
+
+The page is one self-contained file: figures are inlined (PNG, or an animated
+GIF with its still poster frame for print), tables are HTML of display strings
+(text left, numbers right, a numbered caption above), and every table and
+figure carries an id the summary links to. A figure is named as the figure
+catalog (attnlab.pipeline.figures.catalog) names it; its caption is the
+workflow/report/<name>.rst file the Snakemake report captions it with, so both
+say the same, and the line under it names the rule and the CSVs that made it.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import re
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab.pipeline.figures.catalog import BY_NAME, Figure
+from attnlab.pipeline.paths import results_dir
+from attnlab.pipeline.formatting import MISSING, cell_text
+
+RULES = "workflow/rules/figures.smk"  # where the figure rules are, from the workspace
+MIME = {".png": "image/png", ".gif": "image/gif"}
+
+
+def results_path(*parts: str) -> Path:
+    return results_dir().joinpath(*parts)
+
+
+class Numbering:
+    """Figure and table numbers in the order the writeup shows them."""
+
+    def __init__(self):
+        self.counts = {}
+
+    def next(self, kind: str) -> int:
+        self.counts[kind] = self.counts.get(kind, 0) + 1
+        return self.counts[kind]
+
+
+def anchor(kind: str, name: str) -> str:
+    """The id of a table or figure on the page ('table-contest', 'figure-lr_sweep')."""
+    return f"{kind}-{re.sub(r'[^A-Za-z0-9_-]+', '-', Path(name).stem)}"
+
+
+# ---- figures
+
+
+def caption(figure: Figure) -> str:
+    """The figure's caption, workflow/report/<name>.rst (shared with the Snakemake report)."""
+    path = results_dir().parent / figure.caption
+    if not path.is_file():
+        return f"(no caption: {figure.caption} is missing)"
+    return " ".join(path.read_text().split())
+
+
+def made_by(figure: Figure) -> str:
+    """One line under the figure: the rule and module that drew it and the CSVs it read, linked.
+
+    Links are relative to results/writeup/, where the page is written: ../tables/<table>.csv,
+    ../../workflow/rules/figures.smk and the module's source under ../../src/."""
+    module = figure.module.replace(".", "/") + ".py"
+    read = ", ".join(link(f"../tables/{table}.csv", f"{table}.csv") for table in figure.tables)
+    source = f"from {read}" if read else "from no table (drawn from its formula alone)"
+    return (f"Made by rule {link('../../' + RULES, figure.rule)} "
+            f"(<code>python -m {html.escape(figure.module)}</code>, {link('../../src/' + module, 'source')}) "
+            f"{source}.")
+
+
+def _inline(path: Path, css: str, alt: str) -> str:
+    data = base64.b64encode(path.read_bytes()).decode("ascii")
+    return f'<img class="{css}" src="data:{MIME[path.suffix]};base64,{data}" alt="{html.escape(alt)}">'
+
+
+def figure_html(name: str, number: int) -> str:
+    """The catalog's figure `name` inlined under its numbered caption, then the line that says what made it.
+
+    An animated figure comes with its poster (its last frame), hidden on screen and shown in print, so
+    paper gets a meaningful still instead of whichever frame the GIF was on.
+    """
+    figure = BY_NAME[name]
+    text = caption(figure)
+    alt = text.split(". ")[0]
+    image = _inline(results_path("figures", figure.file), "animated" if figure.animated else "still", alt)
+    if figure.poster:
+        image += _inline(results_path("figures", figure.poster), "poster", alt)
+    return (f'<figure class="paper" id="{anchor("figure", name)}">{image}'
+            f"<figcaption><b>Figure {number}.</b> {rst_inline(text)}</figcaption>"
+            f'<p class="made-by">{made_by(figure)}</p></figure>')
+
+
+def rst_inline(text: str) -> str:
+    """The little reStructuredText a caption uses (``code``, *emphasis*) as HTML."""
+    text = html.escape(text)
+    text = re.sub(r"``(.+?)``", r"<code>\1</code>", text)
+    return re.sub(r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"<em>\1</em>", text)
+
+
+def link(href: str, text: str) -> str:
+    return f'<a href="{html.escape(href, quote=True)}">{html.escape(text)}</a>'
+
+
+# ---- tables
+
+
+def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[str, int]] | None = None,
+               widths: dict[str, int] | None = None, left: tuple[str, ...] = (), markup: tuple[str, ...] = (),
+               css: str = "", name: str = "", per_seed: pd.DataFrame | None = None) -> str:
+    """A table of display strings: numbered caption above, no index, text left and numbers right.
+
+    groups: optional (label, span) spanning headers over consecutive columns ('' for none).
+    widths: percent of the column per table column, for a table of running text that must fill it.
+    left: columns kept left-aligned even when they look numeric. markup: columns of trusted HTML.
+    css: extra classes ('small'). name: the table's id on the page is table-<name>.
+    per_seed: the per-seed detail, shown folded under the table so the table itself fits the text column.
+    """
+    columns = list(frame.columns)
+    kinds = {c: "num" if _numeric_column(frame[c]) and c not in left else "text" for c in columns}
+    classes = " ".join(["paper", css] + (["wide"] if widths else [])).strip()
+    ident = f' id="{anchor("table", name)}"' if name else ""
+    layout = ' style="table-layout:fixed"' if widths else ""
+    cols = ("<colgroup>" + "".join(f'<col style="width:{widths.get(c, 8)}%">' for c in columns) + "</colgroup>"
+            if widths else "")
+    head = ""
+    if groups:
+        head += "<tr>" + "".join(f'<th class="group" colspan="{span}">{html.escape(label)}</th>' if label
+                                 else f'<th colspan="{span}"></th>' for label, span in groups) + "</tr>"
+    head += "<tr>" + "".join(f'<th class="{kinds[c]}">{html.escape(str(c))}</th>' for c in columns) + "</tr>"
+    body = []
+    for row in frame.itertuples(index=False):
+        cells = [f'<td class="{kinds[c]}">{value if c in markup else html.escape(cell_text(value))}</td>'
+                 for c, value in zip(columns, row)]
+        body.append("<tr>" + "".join(cells) + "</tr>")
+    table = (f'<table class="{classes}"{ident}{layout}><caption><b>Table {number}.</b> {rst_inline(title)}'
+             f"</caption>{cols}<thead>{head}</thead><tbody>{''.join(body)}</tbody></table>")
+    if per_seed is not None and not per_seed.empty:
+        table += details_html(per_seed, f"Per seed (Table {number})")
+    return table
+
+
+def details_html(frame: pd.DataFrame, summary: str) -> str:
+    """A folded table: the per-seed values behind a summary row, open on a click."""
+    columns = list(frame.columns)
+    kinds = {c: "num" if _numeric_column(frame[c]) else "text" for c in columns}
+    head = "".join(f'<th class="{kinds[c]}">{html.escape(str(c))}</th>' for c in columns)
+    body = "".join("<tr>" + "".join(f'<td class="{kinds[c]}">{html.escape(cell_text(v))}</td>'
+                                     for c, v in zip(columns, row)) + "</tr>"
+                   for row in frame.itertuples(index=False))
+    return (f'<details class="per-seed"><summary>{html.escape(summary)}</summary>'
+            f'<table class="paper small"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>')
+
+
+_NUMERIC = re.compile(r"^[\s+\-−–±×%,.\d()\[\]e≈<>~]*$")
+
+
+def _numeric_column(values: pd.Series) -> bool:
+    """Right-align a column when most of its cells read as numbers ('3.130 ± 0.023', '+5.6%', '0.003')."""
+    texts = [cell_text(v).strip() for v in values]
+    texts = [t for t in texts if t and t != MISSING]
+    numeric = [bool(_NUMERIC.match(t)) and any(ch.isdigit() for ch in t) for t in texts]
+    return bool(texts) and sum(numeric) >= len(texts) / 2

@@ -1,0 +1,168 @@
+"""A small synthetic results folder: every table the collect step writes, the ledger, every figure file.
+
+The tables follow the table contract (attnlab.pipeline.contract) with made-up
+losses and telemetry for five variants over three seeds; the ledger is the
+real claims code run over them; the figures are tiny images under the names
+the figure catalog gives. The writeup notebook and the report helpers run on
+it in seconds, where a real build takes minutes.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from PIL import Image
+
+from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
+from attnlab.pipeline import contract, statistics
+from attnlab.pipeline.figures import catalog
+
+from conftest import REPO
+
+VARIANTS = ("softmax", "yat", "yat_b", "a3", "softmax_t")
+CONTEST_LR = {"softmax": 3e-4, "yat": 3e-3, "yat_b": 3e-3, "a3": 3e-3, "softmax_t": 3e-3}
+SWEEP_LRS = (3e-4, 1e-3, 3e-3, 1e-2)
+SEEDS = (0, 1, 2)
+LOSS = {"softmax": 1.49, "yat": 1.51, "yat_b": 1.505, "a3": 1.48, "softmax_t": 1.485}
+PARAMS = {"softmax": 2_719_169, "yat": 2_719_169, "yat_b": 2_719_217, "a3": 2_720_610, "softmax_t": 2_719_193}
+MODEL = {"d_model": 192, "layers": 6, "heads": 4, "block_size": 128}
+
+
+def _loss(variant: str, lr: float, seed: int) -> float:
+    return LOSS[variant] + 0.004 * seed + 0.02 * abs(math.log10(lr / CONTEST_LR[variant]))
+
+
+def runs_table(protocol: str) -> pd.DataFrame:
+    cells = {(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS} | {(v, lr, 0) for v in VARIANTS for lr in SWEEP_LRS}
+    rows = []
+    for variant, lr, seed in sorted(cells):
+        diverged = variant == "softmax" and lr == 1e-2
+        loss = 2.58 if diverged else _loss(variant, lr, seed)
+        rows.append({"variant": variant, "lr": lr, "seed": seed, "best_val_loss": loss, "final_val_loss": loss,
+                     "diverged": diverged, "diverged_step": 400.0 if diverged else np.nan, "n_params": PARAMS[variant],
+                     "path": f"results/runs/{variant}/lr{lr!r}/seed{seed}", "best_step": 12000,
+                     "wall_time_s": 600.0, "compile_s": 9.0, "config.name": protocol,
+                     **{f"config.model.{k}": v for k, v in MODEL.items()},
+                     "config.train.steps": 12000, "config.train.batch_size": 64,
+                     "config.telemetry.entropy_min_keys": 16,
+                     "provenance.git.commit": "0123456789abcdef0123456789abcdef01234567", "provenance.git.dirty": False,
+                     "provenance.python": "3.11.7", "provenance.packages.jax": "0.10.2",
+                     "provenance.packages.flax": "0.12.8", "provenance.device.kind": "gpu",
+                     "provenance.device.count": 1, "provenance.platform": "Linux-x86_64",
+                     "provenance.slurm_job_id": np.nan})
+    return pd.DataFrame(rows)
+
+
+def contest_table(runs: pd.DataFrame) -> pd.DataFrame:
+    def losses(variant):
+        cells = runs[(runs.variant == variant) & (runs.lr == CONTEST_LR[variant]) & runs.seed.isin(SEEDS)]
+        return dict(zip(cells.seed, cells.best_val_loss))
+
+    base = losses("softmax")
+    rows = []
+    for variant in VARIANTS:
+        mine = losses(variant)
+        delta, gap = statistics.paired(mine, base), statistics.paired(mine, base, ratio=True)
+        values = np.array(list(mine.values()))
+        rows.append({"variant": variant, "lr": CONTEST_LR[variant], "lr_choice": "auto" if variant == "a3" else "given",
+                     "n_seeds": len(values), "best_val_mean": values.mean(), "best_val_std": values.std(),
+                     "bpc_mean": values.mean() / math.log(2), "n_diverged": 0, "n_params": PARAMS[variant],
+                     "seeds": " ".join(map(str, SEEDS)), "delta_vs_softmax": delta.mean, "delta_ci_low": delta.low,
+                     "delta_ci_high": delta.high, "wins": delta.wins_text, "n_paired": delta.n,
+                     "gap_vs_softmax": gap.mean - 1, "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1})
+    return pd.DataFrame(rows, columns=contract.columns("contest"))
+
+
+def tables(protocol: str) -> dict[str, pd.DataFrame]:
+    """Every collected table, consistent with one another (the contest cells' telemetry, the sweep's cells)."""
+    runs = runs_table(protocol)
+    contest_t = contest_table(runs)
+    sweep = runs[runs.seed == 0][contract.columns("lr_sweep")].reset_index(drop=True)
+    best = []
+    for variant in VARIANTS:
+        ok = sweep[(sweep.variant == variant) & ~sweep.diverged]
+        row = ok.loc[ok.best_val_loss.idxmin()]
+        c = contest_t.set_index("variant").loc[variant]
+        best.append({"variant": variant, "best_lr": row.lr, "n_sweep_seeds": 1, "best_val_mean": row.best_val_loss,
+                     "delta_vs_softmax": row.best_val_loss - LOSS["softmax"], "delta_ci_low": np.nan,
+                     "delta_ci_high": np.nan, "wins": "0/1", "n_paired": 1, "gap_vs_softmax": 0.01,
+                     "gap_ci_low": np.nan, "gap_ci_high": np.nan, "interval_note": statistics.ONE_SEED,
+                     "contest_lr": c.lr, "contest_lr_choice": c.lr_choice, "contest_delta_vs_softmax": c.delta_vs_softmax,
+                     "contest_delta_ci_low": c.delta_ci_low, "contest_delta_ci_high": c.delta_ci_high,
+                     "contest_gap_vs_softmax": c.gap_vs_softmax})
+    cells = [(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS]
+    kernels = [c for c in cells if c[0] in ("yat", "yat_b")]
+    layers = range(MODEL["layers"])
+    top = {"softmax": 20.0, "yat": 40_000.0, "yat_b": 9_000.0, "a3": 30.0, "softmax_t": 22.0}
+    score = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "layer": layer, "mean_max_score": top[v] * (1 + layer) / 8,
+                           "max_score": top[v] * (1 + layer) / 6 * (1 + 0.1 * s),
+                           contract.SEED_MEAN_OVER_LAYERS: top[v] * 3.5 / 6 * (1 + 0.1 * s)}
+                          for v, lr, s in cells for layer in layers])
+    entropy = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "mean": 0.5 + (0.2 if v.startswith("yat") else 0)
+                             + 0.01 * s, contract.SHARE_SHARP: 0.2, contract.SHARE_DIFFUSE: 0.1} for v, lr, s in cells])
+    gates = pd.DataFrame([{"variant": v, "seed": s, "layer": layer, "head": h, "entropy": 0.5 - 0.01 * layer,
+                           "gate_mean": 0.8 if v == "a3" else np.nan, "gate_std": 0.05 if v == "a3" else np.nan,
+                           "bias_mean": 0.0 if v == "a3" else np.nan, "bias_std": 1.0 if v == "a3" else np.nan}
+                          for v, lr, s in cells if v in ("a3", "softmax") for layer in layers for h in range(4)])
+    per_layer = pd.DataFrame({"layer": list(layers), "a3_entropy": [0.45 + 0.02 * (2.5 - i) for i in layers],
+                              "softmax_entropy": [0.45] * len(layers), "a3_gate_mean": [0.8] * len(layers),
+                              "a3_gate_init": [A3_INIT_INVERSE_TEMPERATURE] * len(layers),
+                              "a3_bias_std": [1.0] * len(layers), "a3_lr": [3e-3] * len(layers),
+                              "softmax_lr": [3e-4] * len(layers), "a3_seeds": ["0 1 2"] * len(layers),
+                              "softmax_seeds": ["0 1 2"] * len(layers)})
+    per_layer["entropy_diff"] = per_layer.a3_entropy - per_layer.softmax_entropy
+    base = {s: _loss("softmax", 3e-4, s) for s in SEEDS}
+    temperature = pd.DataFrame([{"seed": s, "softmax_best_val": base[s], "a3_best_val": _loss("a3", 3e-3, s),
+                                 "softmax_t_best_val": _loss("softmax_t", 3e-3, s), "a3_heads_best_val": np.nan,
+                                 "a3_gain": base[s] - _loss("a3", 3e-3, s),
+                                 "softmax_t_gain": base[s] - _loss("softmax_t", 3e-3, s), "a3_heads_gain": np.nan,
+                                 "softmax_t_share_of_a3_gain": 0.5, "softmax_lr": "0.0003", "a3_lr": "0.003",
+                                 "softmax_t_lr": "0.003", "a3_heads_lr": "–"} for s in SEEDS])
+    found = {
+        "runs": runs, "contest": contest_t, "lr_sweep": sweep, "best_lr": pd.DataFrame(best),
+        "params": pd.DataFrame({"variant": VARIANTS, "n_params": [PARAMS[v] for v in VARIANTS],
+                                "vs_softmax": [PARAMS[v] - PARAMS["softmax"] for v in VARIANTS]}),
+        "normswap": pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "in_contest": True, "diverged": False,
+                                   "native_normaliser": "kernel", "native_loss": _loss(v, lr, s),
+                                   "swapped_to": f"{v}_exp", "swapped_normaliser": "softmax",
+                                   "swapped_loss": _loss(v, lr, s) + 0.2 + 0.01 * s,
+                                   "difference": 0.2 + 0.01 * s} for v, lr, s in kernels]),
+        "a3_vs_temperature": temperature, "score_scale": score,
+        "mass_auroc": pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "mass_auroc": 0.5 + 0.004 * (s - 1),
+                                     "mass_correct_mean": 150.0 + s, "mass_wrong_mean": 149.0}
+                                    for v, lr, s in kernels]),
+        "entropy": entropy,
+        "scalars": pd.DataFrame([{"variant": "yat_b", "seed": s, "layer": layer, "head": h, "scalar": name,
+                                  "value": 0.7 + 0.1 * h} for _, _, s in kernels[3:] for layer in layers
+                                 for h in range(4) for name in ("b", "eps")]),
+        "a3_gates": gates,
+        "a3_init": pd.DataFrame({"seed": SEEDS, "max_diff_vs_softmax": [0.03] * 3,
+                                 "max_diff_vs_tempered_softmax": [3e-4] * 3, "max_row_sum_error": [4e-4] * 3}),
+        "a3_vs_softmax_entropy": per_layer,
+    }
+    return {name: found[name][contract.columns(name)] if name != "runs" else found[name] for name in found}
+
+
+def write(root: Path, protocol: str = "paper") -> Path:
+    """A workspace at root: results/tables (every collected table and the ledger), results/figures (tiny
+    images under the catalog's names), and the repository's workflow/ and config/ beside them (captions,
+    the published protocol's config). Returns root."""
+    from attnlab.pipeline import claims
+
+    folder = root / "results" / "tables"
+    folder.mkdir(parents=True)
+    made = tables(protocol)
+    for name, table in made.items():
+        table.to_csv(folder / f"{name}.csv", index=False)
+    claims.ledger(made).to_csv(folder / "ledger.csv", index=False)
+    figures = root / "results" / "figures"
+    figures.mkdir()
+    for figure in catalog.FIGURES:
+        for name in figure.outputs:
+            Image.new("RGB", (40, 30), (200, 60, 60)).save(figures / name)
+    for name in ("workflow", "config"):
+        (root / name).symlink_to(REPO / name, target_is_directory=True)
+    return root

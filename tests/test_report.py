@@ -1,0 +1,174 @@
+"""The writeup's helpers (attnlab.pipeline.report) on a small synthetic build: what each sentence and table says.
+
+The page must answer its question up front (the abstract and the claim →
+verdict summary, each claim linked to its evidence), cite both posts, name
+every ledger row's post, compute every number it prints from a table or a
+constant, show what made each figure, and keep each table to the text column
+(per-seed detail folded under it).
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+import jupytext
+import pandas as pd
+import pytest
+
+import results_folder
+from attnlab.pipeline import claims, statistics
+from attnlab.pipeline.contract import A3_GATE_INIT
+from attnlab.pipeline.figures import catalog
+from attnlab.pipeline import formatting
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
+from conftest import REPO
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    """A synthetic build at the published protocol; the report reads it through ATTNLAB_RESULTS."""
+    root = results_folder.write(tmp_path / "ws")
+    monkeypatch.setenv("ATTNLAB_RESULTS", str(root / "results"))
+    return root
+
+
+def tables_of(root):
+    return build.load_tables(root / "results" / "tables")
+
+
+# ---- numbers
+
+
+def test_numbers_are_written_one_way():
+    assert formatting.difference(0.01234, 0.005, 0.0196) == "+0.0123 [+0.0050, +0.0196]"
+    assert formatting.difference(0.01234, float("nan"), float("nan")) == f"+0.0123 ({statistics.ONE_SEED})"
+    assert formatting.percent(0.0131) == "+1.3%" and formatting.percent(0.2, signed=False) == "20.0%"
+    assert formatting.ratio(6447.0, 20.49) == "315×" and formatting.ratio(1.0, 0.0) == formatting.MISSING
+    assert formatting.lr_text(0.01, "auto") == "0.01 (auto)" and formatting.lr_text(3e-4) == "0.0003"
+    assert formatting.mean_pm([1.49234], [0.0061]) == ["1.4923 ± 0.0061"]
+    assert formatting.number(443508.0) == "443,508" and formatting.number(float("nan")) == formatting.MISSING
+
+
+def test_a3_starts_at_the_computed_temperature_never_a_typed_one():
+    assert f"{1 / A3_GATE_INIT:.4f}" == "1.0498"
+    assert "temperature 1/σ(3) ≈ 1.0498" in a3.start_sentence()
+
+
+# ---- the top of the page
+
+
+def test_the_abstract_says_what_was_tested_at_which_protocol_and_what_it_found(workspace):
+    t = tables_of(workspace)
+    text = abstract.abstract_html(t["runs"], t["contest"], claims.ledger(t))
+    assert "Softmax-Free Attention in JAX/Flax NNX" in text and "A³ Attention: The Softmax Is Not Sacred" in text
+    assert "<code>paper</code> protocol: d_model 192, 6 layers, 4 heads" in text
+    assert "That is the posts' published protocol" in text
+    yat = t["contest"].set_index("variant").loc["yat"]
+    assert f"yat {formatting.difference(yat.delta_vs_softmax, yat.delta_ci_low, yat.delta_ci_high)}" in text
+    assert f"Of the {len(claims.ledger(t))} claims" in text
+
+
+def test_a_smaller_build_says_the_published_protocol_is_the_larger_one(workspace):
+    t = tables_of(workspace)
+    runs = t["runs"].assign(**{"config.name": "default", "config.model.d_model": 64, "config.model.layers": 2})
+    text = build.protocol_text(runs, t["contest"])
+    assert text.startswith("It ran the <code>default</code> protocol: d_model 64, 2 layers")
+    assert ("The posts published their numbers at the larger <code>paper</code> protocol (d_model 192, 6 layers, "
+            "4 heads, a 128-character window, 12,000 steps of batch 64, 3 contest seeds)") in text
+    assert "every verdict here is a verdict at <code>default</code>" in text
+
+
+def test_every_claim_links_to_the_table_that_holds_its_evidence(workspace):
+    t = tables_of(workspace)
+    table = claims.ledger(t)
+    shown = set(t) | {"composability"}
+    assert all(ledger.evidence(claim, shown) != "ledger" for claim in table.claim), "a claim with no evidence"
+    summary = ledger.summary_display(table, shown)
+    targets = set(re.findall(r'href="#table-([a-z_0-9]+)"', "".join(summary.evidence)))
+    assert targets <= shown and "contest" in targets
+    assert ledger.evidence(table.claim.iloc[0], set()) == "ledger", "a table not on the page is not linked"
+
+
+@pytest.mark.parametrize("verdict, interval, resolution, expected", [
+    (statistics.HOLDS, "95% CI [103×, 526×]", "", "95% CI [103×, 526×] lies inside the claim (at least 100×)"),
+    (statistics.CONTRADICTED, "95% CI [3×, 5×]", "", "95% CI [3×, 5×] excludes the claim (at least 100×)"),
+    (statistics.INCONCLUSIVE, "95% CI [50×, 526×]", "about 4 seeds would resolve it",
+     "95% CI [50×, 526×] spans the claim (at least 100×); about 4 seeds would resolve it"),
+    (statistics.INCONCLUSIVE, statistics.ONE_SEED, "two or more seeds would give an interval",
+     "two or more seeds would give an interval"),
+    ("not testable at default", "none: the model has 2 layers", "", "the model has 2 layers"),
+    (statistics.BY_CONSTRUCTION, "none needed: a softmax row sums to one", "", "a softmax row sums to one"),
+])
+def test_each_verdict_has_a_one_line_reason(verdict, interval, resolution, expected):
+    row = pd.Series({"verdict": verdict, "interval": interval, "resolution": resolution,
+                     "check": "max score ratio; the claim: at least 100×"})
+    assert ledger.reason(row) == expected
+
+
+def test_both_posts_are_cited_and_every_ledger_row_names_its_post(workspace):
+    refs = ledger.references_html()
+    assert refs.count("<li>") == 2
+    assert ('<a href="https://tahabouhsine.com/blog/attention-is-a-compatibility-kernel-jax-flax-nnx/">'
+            "“Softmax-Free Attention in JAX/Flax NNX”</a>") in refs and "Taha Bouhsine" in refs
+    assert "“A³ Attention: The Softmax Is Not Sacred”" in refs
+    table = claims.ledger(tables_of(workspace))
+    assert set(table.source) <= set(ledger.sources()), "every source of the ledger has a citation"
+    shown = ledger.ledger_display(table)
+    assert all(html.escape(ledger.sources()[s]["short"]) in p for s, p in zip(table.source, shown.post))
+    assert all(ledger.reference_number(s) in (1, 2, None) for s in table.source)
+
+
+def test_verdict_badges_carry_their_kind_and_the_full_verdict_as_a_title():
+    badge = ledger.badge("not testable at default")
+    assert badge == '<span class="verdict untested" title="not testable at default">not testable</span>'
+
+
+# ---- tables and figures
+
+
+def test_provenance_reads_as_words_not_raw_keys(workspace):
+    runs = tables_of(workspace)["runs"]
+    runs.loc[runs.index[0], "provenance.git.dirty"] = True
+    shown = build.provenance_table(runs)
+    text = shown.to_string()
+    assert not re.search(r"\b(git|packages|device|provenance)\.", text), text
+    facts = dict(zip(shown.what, shown.value))
+    assert facts["attnlab source (git commit)"].endswith("(with uncommitted changes)")
+    assert facts["packages"] == "jax 0.10.2 · flax 0.12.8"
+    assert facts["device"] == "1 × gpu" and facts["scheduler"] == "local (no SLURM job)"
+    assert facts["compute"].startswith(f"{len(runs) * 609 / 60:,.1f} GPU-minutes for {len(runs)} cells")
+
+
+def test_per_seed_values_fold_under_their_table(workspace):
+    t = tables_of(workspace)
+    frame, per_seed = telemetry.auroc_display(t["mass_auroc"], comparable=True)
+    assert len(frame) == 2 and len(per_seed) == len(t["mass_auroc"])
+    assert "published AUROC per seed" in frame and not any("per seed" in c for c in per_seed.columns)
+    html = page.table_html(frame, 3, "Mass AUROC.", name="mass_auroc", per_seed=per_seed)
+    assert html.startswith('<table class="paper" id="table-mass_auroc">')
+    assert '<details class="per-seed"><summary>Per seed (Table 3)</summary>' in html
+
+
+def test_published_columns_stand_beside_the_same_variant_and_lr_only():
+    contest_t = results_folder.contest_table(results_folder.runs_table("paper"))
+    frame, groups = contest.contest_display(contest_t, comparable=True)
+    published = dict(zip(frame.variant, frame["published (nats/char)"]))
+    assert published["softmax"] == "1.4923 ± 0.0060" and published["yat"] == "1.5163 ± 0.0023"
+    assert published["a3"] == formatting.MISSING
+    assert sum(span for _, span in groups) == len(frame.columns)
+    frame, groups = contest.contest_display(contest_t, comparable=False)
+    assert not any("published" in c for c in frame.columns)
+
+
+def test_every_figure_in_the_catalog_is_shown_with_the_rule_and_csvs_that_made_it(workspace):
+    source = jupytext.read(REPO / "notebooks" / "writeup.py")
+    shown = re.findall(r'show_figure\("(\w+)"\)', "\n".join(c.source for c in source.cells))
+    assert sorted(shown) == sorted(catalog.BY_NAME)
+    html = page.figure_html("reading", 4)
+    assert html.count("<img") == 2 and 'class="animated"' in html and 'class="poster"' in html
+    assert 'rule <a href="../../workflow/rules/figures.smk">figure_reading</a>' in html
+    assert '<a href="../tables/runs.csv">runs.csv</a>' in html and '<a href="../tables/contest.csv">' in html
+    still = page.figure_html("lr_sweep", 5)
+    assert still.count("<img") == 1 and '<a href="../tables/lr_sweep.csv">lr_sweep.csv</a>' in still
+    assert "from no table" in page.figure_html("score_orbit", 6)
