@@ -31,6 +31,7 @@ def run_paired(tmp_path, monkeypatch, protocol: str):
     folder.mkdir()
     script = folder / "writeup.py"
     shutil.copy2(NOTEBOOK, script)
+    shutil.copy2(REPO / "jupytext.toml", tmp_path / "jupytext.toml")  # the project's pairing settings
     monkeypatch.setenv("ATTNLAB_RESULTS", str(workspace / "results"))
     jupytext(["--set-formats", "ipynb,py:percent", str(script)])
     paired = folder / "writeup.ipynb"
@@ -63,14 +64,10 @@ def test_the_paired_notebook_runs_against_a_build_at_the_published_protocol(tmp_
         assert f'id="table-{table}"' in shown, f"the {table} table is shown"
     assert len(re.findall(r'<figure class="paper"', shown)) == len(catalog.FIGURES)
     assert shown.count('class="made-by"') == len(catalog.FIGURES)
-    # The pair stays one notebook: the script keeps its cells, and reading either gives the same sources.
-    source = [c.source for c in notebook.cells]
-    assert [c.source for c in nbformat.reads(_as_ipynb(script), as_version=4).cells] == source
-    assert "ipynb,py:percent" in script.read_text()
-
-
-def _as_ipynb(script) -> str:
-    return nbformat.writes(jupytext_api.read(script))
+    # The pair stays one notebook: syncing and running it leaves the script exactly as git keeps it.
+    assert script.read_text() == NOTEBOOK.read_text()
+    assert [c.source for c in jupytext_api.read(script).cells] == [c.source for c in notebook.cells]
+    assert notebook.metadata.title == "Does attention need the exponential?"
 
 
 def test_the_notebooks_prose_types_no_number_a_table_or_constant_holds():
