@@ -1,33 +1,39 @@
-"""Figures: the analytic scores, the window's character labels, diverged cells, and every figure from tiny bundles."""
+"""Figures: every catalog entry drawn from tiny bundles and tables, each figure agreeing with its table, the
+window's character labels, LR identity, diverged cells, posters of animations, and the rules the catalog makes."""
 
 from __future__ import annotations
 
+import ast
 import importlib
 import json
-import math
+import re
 
 import numpy as np
 import pandas as pd
 import pytest
 from PIL import Image
 
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import contract, score_scale as scale
+from attnlab.pipeline.figures import catalog, entropy, lr_sweep, mass_auroc, reading, score_orbit
+from attnlab.pipeline.figures import score_scale as score_figure
+from attnlab.pipeline.figures.cells import contest_cells, shown_cells
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import (VARIANT_MARKERS, default_style, parse_style, variant_color,
+                                            variant_marker)
+from attnlab.pipeline.figures.window import char_label, label_every, set_position_ticks, window_ruler
 from attnlab.training.bundle_writer import write_bundle
+from conftest import REPO
 
-
-def save_stand_in_params(folder):
-    """Figures never read parameters; a bundle still lists (and hashes) a params/ folder."""
-    folder.mkdir()
-    (folder / "stand_in.bin").write_bytes(b"\x00" * 8)
-from attnlab.pipeline.figures import (VARIANT_MARKERS, char_label, contest_cells, default_style, label_every,
-                                      parse_style, set_position_ticks, shown_cells, variant_color, variant_marker,
-                                      window_ruler)
-from attnlab.pipeline.figures import lr_sweep, mass_auroc, reading, score_orbit
-
-FIGURE_MODULES = ("loss_curves", "lr_sweep", "depth_grid", "training_maps", "reading", "score_orbit", "scalars",
-                  "a3_gates", "entropy", "score_scale", "mass_auroc", "paired_differences")
 # The variants the project names; every figure tells them apart by marker as well as by colour.
 NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
 TINY_STYLE = json.dumps({"dpi": 40, "gif_frames": 3, "map_layer": 9, "map_head": 9})
+
+
+def close(fig) -> None:
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
 
 
 # ---- the analytic score orbit
@@ -68,7 +74,7 @@ def test_maps_tick_positions_by_number_and_the_ruler_prints_the_window_under_the
     fig, ax = plt.subplots()
     set_position_ticks(ax, len(text), "y")
     labels = [t.get_text() for t in ax.get_yticklabels()]
-    plt.close(fig)
+    close(fig)
     assert labels == [str(p) for p in range(0, len(text), 8)], "ticks are positions, not every k-th letter"
     ruler, glyphs = window_ruler(text)
     assert len(glyphs) == len(text) and glyphs[6] == "⏎" and glyphs[2] == "␣"
@@ -95,10 +101,10 @@ def test_style_fills_schema_defaults_and_merges_colours():
     assert variant_color(style, "new_variant", ["softmax", "new_variant"]).startswith("#")
 
 
-# ---- which cells are shown
+# ---- which cells are shown; an LR is its exact text
 
 
-def test_shown_cell_is_the_contest_lr_at_the_smallest_seed():
+def test_shown_cell_is_the_contest_lr_at_the_lowest_seed():
     runs = pd.DataFrame({
         "variant": ["yat", "yat", "yat", "softmax", "softmax"],
         "lr": [0.003, 0.003, 0.01, 0.0003, 0.0003],
@@ -109,6 +115,22 @@ def test_shown_cell_is_the_contest_lr_at_the_smallest_seed():
     assert list(contest_cells(runs, contest).path) == ["e", "d", "b", "a"]
     shown = shown_cells(runs, contest)
     assert list(zip(shown.variant, shown.seed)) == [("softmax", 0), ("yat", 1)]
+
+
+def test_a_nearby_lr_is_another_cell():
+    """0.0010000001 and 0.001 are two cells (their folders differ); no figure takes one for the other."""
+    runs = pd.DataFrame({"variant": ["yat", "yat"], "lr": [0.0010000001, 0.001], "seed": [0, 0],
+                         "path": ["near", "exact"]})
+    contest = pd.DataFrame({"variant": ["yat"], "lr": [0.001]})
+    assert list(contest_cells(runs, contest).path) == ["exact"]
+    sweep = pd.DataFrame({"variant": ["yat"] * 2, "lr": [0.0010000001, 0.01], "seed": [0, 0],
+                          "best_val_loss": [1.5, 1.6], "final_val_loss": [1.5, 1.6], "diverged": [False, False],
+                          "diverged_step": [None, None]})
+    fig, _ = lr_sweep.plot(sweep, contest, parse_style(TINY_STYLE))
+    filled = [line for line in fig.axes[0].lines if len(line.get_xdata()) and line.get_markerfacecolor() != "white"
+              and line.get_linestyle() == "None"]
+    assert all(len(line.get_xdata()) == 0 for line in filled), "0.0010000001 was drawn as the contest LR 0.001"
+    close(fig)
 
 
 # ---- the LR sweep never plots a diverged cell as a number
@@ -124,7 +146,7 @@ def test_lr_sweep_marks_diverged_cells_instead_of_plotting_them():
         "diverged_step": [None, None, 4312, None, None, None],
     })
     contest = pd.DataFrame({"variant": ["softmax", "yat"], "lr": [3e-3, 3e-3]})
-    fig, marks = lr_sweep.draw(sweep, contest, parse_style(TINY_STYLE))
+    fig, marks = lr_sweep.plot(sweep, contest, parse_style(TINY_STYLE))
     assert ("softmax", 0.01, 4312) in marks["diverged"]
     assert ("yat", 0.01, None) in marks["diverged"]  # a non-finite loss is marked too, never dropped
     assert len(marks["points"]) + len(marks["diverged"]) == len(sweep)
@@ -133,6 +155,7 @@ def test_lr_sweep_marks_diverged_cells_instead_of_plotting_them():
     plotted = np.concatenate([line.get_ydata() for line in ax.lines if line.get_transform() == ax.transData])
     assert not np.any(np.isclose(plotted.astype(float), 1.52)), "the diverged cell's loss was drawn as a number"
     assert any("diverged @ step 4312" in t.get_text() for t in ax.texts)
+    close(fig)
 
 
 def test_lr_sweep_without_divergence_has_no_band_and_keeps_coinciding_points_apart():
@@ -145,7 +168,7 @@ def test_lr_sweep_without_divergence_has_no_band_and_keeps_coinciding_points_apa
         "diverged_step": [None] * 4,
     })
     contest = pd.DataFrame({"variant": ["softmax", "yat_b"], "lr": [1e-2, 1e-2]})
-    fig, marks = lr_sweep.draw(sweep, contest, parse_style(TINY_STYLE))
+    fig, marks = lr_sweep.plot(sweep, contest, parse_style(TINY_STYLE))
     ax = fig.axes[0]
     assert not marks["diverged"] and not ax.patches, "a diverged band drawn although nothing diverged"
     labels = [t.get_text() for t in ax.get_legend().get_texts()]
@@ -154,6 +177,7 @@ def test_lr_sweep_without_divergence_has_no_band_and_keeps_coinciding_points_apa
     contest_points = [line.get_xdata()[0] for line in ax.lines if len(line.get_xdata()) == 1
                       and line.get_markerfacecolor() != "white"]
     assert len(contest_points) == 2 and not np.isclose(*contest_points), "one contest-LR point hides the other"
+    close(fig)
 
 
 # ---- the reading animation and the small GIFs
@@ -164,19 +188,19 @@ def test_reading_shows_every_variant_at_every_query_position():
     entries = [{"variant": v, "label": v, "layer": 0, "head": 0, "step": 10, "text": "x" * length,
                 "map": np.tril(np.ones((length, length))) / np.arange(1, length + 1)[:, None]}
                for v in ("softmax", "yat", "yat_b", "a3")]
-    fig, update, n_frames = reading.draw(entries, [e["variant"] for e in entries], parse_style(TINY_STYLE))
-    assert n_frames == length - 1, "every query position from 1 to the window's end is a frame"
-    assert len([ax for ax in fig.axes if ax.get_legend()]) == len(entries)
-    update(n_frames - 1)
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    animation = reading.draw({"entries": entries, "order": [e["variant"] for e in entries]},
+                             parse_style(TINY_STYLE))
+    assert animation.frames == length - 1, "every query position from 1 to the window's end is a frame"
+    assert len([ax for ax in animation.fig.axes if ax.get_legend()]) == len(entries)
+    animation.update(animation.frames - 1)
+    close(animation.fig)
     assert len(reading.query_positions(1000)) == reading.MAX_FRAMES
 
 
 def test_score_orbit_gif_stays_small_at_the_default_style(tmp_path):
     out = tmp_path / "orbit.gif"
-    score_orbit.main(["--style", json.dumps({"dpi": 110, "gif_frames": 16}), "--out", str(out)])
+    figure_main(score_orbit.load, score_orbit.draw,
+                ["--style", json.dumps({"dpi": 110, "gif_frames": 16}), "--out", str(out)])
     with Image.open(out) as image:
         assert image.n_frames == 16
     assert out.stat().st_size < 500_000, f"score_orbit.gif is {out.stat().st_size:,} bytes"
@@ -193,7 +217,13 @@ def test_mass_roc_curve_has_the_bundles_auroc_as_its_area():
     assert np.trapezoid(tpr, fpr) == pytest.approx(auroc(mass, correct))
 
 
-# ---- every figure from tiny synthetic bundles
+# ---- tiny synthetic bundles and the tables figures read
+
+
+def save_stand_in_params(folder):
+    """Figures never read parameters; a bundle still lists (and hashes) a params/ folder."""
+    folder.mkdir()
+    (folder / "stand_in.bin").write_bytes(b"\x00" * 8)
 
 
 def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False):
@@ -204,13 +234,19 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
     text = "Good\nmorrow, $a"[:length]
     curve = pd.DataFrame({"step": [0, 5, 10], "train_loss": [np.nan, 3.0, 2.5],
                           "val_loss": [4.2, 3.1 + lr, 2.6 + lr + 0.01 * seed], "elapsed_s": [0.0, 0.1, 0.2]})
+    # each seed's entropy rows sit in other bins, so a seed mean differs from any one seed
+    hist = np.zeros((layers, 50), dtype=np.int64)
+    hist[:, 10 + 20 * (seed % 2): 15 + 20 * (seed % 2)] = 7
     telemetry = {"max_score": rng.random((2, layers)), "correct": rng.random((2, 2, length)) > 0.5,
-                 "entropy_hist": rng.integers(0, 9, size=(layers, 50))}
-    summary_t = {"entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3,
-                             "mean_per_layer_head": rng.random((layers, heads)).tolist()}, "max_score": 5.0}
+                 "entropy_hist": hist}
+    summary_t = {"entropy": {"mean": 0.3 + 0.4 * (seed % 2), "share_sharp": 0.1 + 0.2 * seed,
+                             "share_diffuse": 0.3 + 0.1 * seed,
+                             "mean_per_layer_head": rng.random((layers, heads)).tolist()},
+                 "max_score_per_layer": (rng.random(layers) * (500.0 if variant.startswith("yat") else 5.0)
+                                         + 1.0).tolist()}
     if variant.startswith("yat"):  # the kernel's row mass, as the probe stores it
         telemetry["mass"] = rng.gamma(2.0, 10.0, size=(2, 2, length)).astype(np.float32)
-        summary_t["mass_auroc"] = 0.5
+        summary_t["mass_auroc"] = 0.5 + 0.01 * seed
     learned = {}
     if variant == "yat_b":
         learned = {"b": rng.random((layers, heads)).tolist(), "eps": rng.random((layers, heads)).tolist()}
@@ -224,95 +260,226 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
         "steps_per_s": 50.0, "telemetry": summary_t, **({"learned": learned} if learned else {}),
     }
     attention = {"steps": np.array(steps), "tokens": np.arange(length), "text": np.array(text), "weights": weights}
-    out = root / variant / f"lr{lr:g}" / f"seed{seed}"
+    out = root / variant / f"lr{lr!r}" / f"seed{seed}"
     write_bundle(out, summary, curve, telemetry, attention, save_stand_in_params)
-    return {"variant": variant, "lr": lr, "seed": seed, "path": str(out), "best_val_loss": summary["best_val_loss"],
-            "final_val_loss": summary["final_val_loss"], "diverged": diverged,
-            "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10,
-            **({"telemetry.mass_auroc": 0.5} if "mass_auroc" in summary_t else {}),
-            **{f"telemetry.entropy.{k}": v for k, v in summary_t["entropy"].items() if not isinstance(v, list)}}
+    row = {"variant": variant, "lr": lr, "seed": seed, "path": str(out), "best_val_loss": summary["best_val_loss"],
+           "final_val_loss": summary["final_val_loss"], "diverged": diverged,
+           "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10}
+    return row, summary
+
+
+def telemetry_tables(summaries: list[dict], contest: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """The contest cells' score_scale, entropy, mass_auroc, scalars and a3_gates tables, in the contract's columns."""
+    contest_lr = dict(zip(contest.variant, contest.lr.map(format_lr)))
+    rows = {name: [] for name in ("score_scale", "entropy", "mass_auroc", "scalars", "a3_gates")}
+    for s in summaries:
+        if format_lr(s["lr"]) != contest_lr.get(s["variant"]):
+            continue
+        tel, key = s["telemetry"], {"variant": s["variant"], "lr": s["lr"], "seed": s["seed"]}
+        per_layer = tel["max_score_per_layer"]
+        rows["score_scale"] += [dict(key, layer=layer, mean_max_score=top / 2, max_score=top,
+                                     **{contract.SEED_MEAN_OVER_LAYERS: float(np.mean(per_layer))})
+                                for layer, top in enumerate(per_layer)]
+        ent = tel["entropy"]
+        rows["entropy"].append(dict(key, mean=ent["mean"], **{contract.SHARE_SHARP: ent["share_sharp"],
+                                                              contract.SHARE_DIFFUSE: ent["share_diffuse"]}))
+        if "mass_auroc" in tel:
+            rows["mass_auroc"].append(dict(key, mass_auroc=tel["mass_auroc"], mass_correct_mean=21.0 + s["seed"],
+                                           mass_wrong_mean=19.0))
+        for name, values in s.get("learned", {}).items():
+            rows["scalars"] += [{"variant": s["variant"], "seed": s["seed"], "layer": layer, "head": head,
+                                 "scalar": name, "value": value}
+                                for layer, per_head in enumerate(values) for head, value in enumerate(per_head)]
+        if s["variant"] in ("a3", "softmax"):
+            rows["a3_gates"] += [{"variant": s["variant"], "seed": s["seed"], "layer": layer, "head": head,
+                                  "entropy": value,
+                                  **{column: tel[f"a3_{column}"][layer][head] if f"a3_{column}" in tel else np.nan
+                                     for column in ("gate_mean", "gate_std", "bias_mean", "bias_std")}}
+                                 for layer, per_head in enumerate(ent["mean_per_layer_head"])
+                                 for head, value in enumerate(per_head)]
+    return {name: pd.DataFrame(found, columns=contract.columns(name)) for name, found in rows.items()}
 
 
 @pytest.fixture(scope="module")
 def tiny_tables(tmp_path_factory):
-    """Tiny bundles and the three tables figures read, in the columns attnlab.pipeline.tables writes."""
+    """Tiny bundles and every table a figure reads, in the columns of the table contract."""
+    from attnlab.pipeline.tables import best_lr_table, contest_table
+
     root = tmp_path_factory.mktemp("figs")
     variants = ["softmax", "yat", "yat_b", "a3"]
     contest_lr = {"softmax": 0.003, "yat": 0.003, "yat_b": 0.003, "a3": 0.01}
     cells = {(v, lr, 0) for v in variants for lr in (0.001, 0.01)}
     cells |= {(v, lr, s) for v, lr in contest_lr.items() for s in (0, 1)}
-    runs = pd.DataFrame([_cell(root / "runs", v, lr, s, diverged=(v == "softmax" and lr == 0.01))
-                         for v, lr, s in sorted(cells)])
+    made = [_cell(root / "runs", v, lr, s, diverged=(v == "softmax" and lr == 0.01)) for v, lr, s in sorted(cells)]
+    runs = pd.DataFrame([row for row, _ in made])
     tables = root / "tables"
     tables.mkdir()
     runs.to_csv(tables / "runs.csv", index=False)
-    sweep = runs[runs.seed == 0]
-    sweep = sweep[sweep.lr.isin([0.001, 0.01])]
-    sweep[["variant", "lr", "best_val_loss", "final_val_loss", "diverged", "diverged_step"]].to_csv(
-        tables / "lr_sweep.csv", index=False)
-    from attnlab.pipeline.tables import best_lr_table, contest_table
-
+    sweep = runs[(runs.seed == 0) & runs.lr.isin([0.001, 0.01])]
+    sweep[contract.columns("lr_sweep")].to_csv(tables / "lr_sweep.csv", index=False)
     spec = {"variants": variants, "contest_lr": contest_lr, "contest_seeds": [0, 1], "auto": ["a3"],
-            "sweep_lrs": [0.001, 0.01], "sweep_seed": 0}
+            "sweep_lrs": [0.001, 0.01], "sweep_seed": 0, "sweep_seeds": [0]}
     contest = contest_table(runs, spec)
     contest.to_csv(tables / "contest.csv", index=False)
     best_lr_table(runs, spec, contest).to_csv(tables / "best_lr.csv", index=False)
-    pd.DataFrame([{"variant": v, "lr": contest_lr[v], "seed": s, "layer": layer, "mean_max_score": 2.0 + layer,
-                   "max_score": 3.0 + layer + s, "seed_mean_over_layers_of_max_score": 3.5 + s}
-                  for v in variants for s in (0, 1) for layer in (0, 1)]).to_csv(tables / "score_scale.csv",
-                                                                                 index=False)
+    for name, table in telemetry_tables([summary for _, summary in made], contest).items():
+        assert not table.empty, name
+        table.to_csv(tables / f"{name}.csv", index=False)
     return root
 
 
-@pytest.mark.parametrize("name", FIGURE_MODULES)
-def test_every_figure_draws_from_tiny_bundles(tiny_tables, name):
-    module = importlib.import_module(f"attnlab.pipeline.figures.{name}")
-    tables = tiny_tables / "tables"
-    suffix = ".gif" if name in ("reading", "score_orbit") else ".png"
-    out = tiny_tables / "figures" / f"{name}{suffix}"
-    argv = ["--style", TINY_STYLE, "--out", str(out)]
-    if name == "lr_sweep":
-        argv += ["--sweep", str(tables / "lr_sweep.csv"), "--contest", str(tables / "contest.csv")]
-    elif name == "score_scale":
-        argv += ["--score-scale", str(tables / "score_scale.csv"), "--contest", str(tables / "contest.csv")]
-    elif name == "paired_differences":
-        argv += ["--runs", str(tables / "runs.csv"), "--contest", str(tables / "contest.csv"),
-                 "--best-lr", str(tables / "best_lr.csv")]
-    elif name != "score_orbit":  # the analytic figure reads no run at all
-        argv += ["--runs", str(tables / "runs.csv"), "--contest", str(tables / "contest.csv")]
-    if name == "loss_curves":
-        argv += ["--gif", str(out.with_suffix(".gif"))]
-    assert module.main(argv) == 0
-    for path in {out, out.with_suffix(".gif") if name == "loss_curves" else out}:
-        with Image.open(path) as image:
+def figure_argv(entry: catalog.Figure, root, style: str = TINY_STYLE) -> list[str]:
+    """The command line the entry's rule runs, against the tiny tables and into root/figures."""
+    argv = ["--style", style]
+    for table in entry.tables:
+        argv += ["--table", f"{table}={root / 'tables' / f'{table}.csv'}"]
+    outputs = {key: root / "figures" / path.name for key, path in entry.output_paths().items()}
+    argv += ["--out", str(outputs["file"])]
+    if "poster" in outputs:
+        argv += ["--poster", str(outputs["poster"])]
+    return argv
+
+
+def draw_entry(entry: catalog.Figure, root) -> None:
+    module = importlib.import_module(entry.module)
+    assert figure_main(module.load, module.draw, figure_argv(entry, root)) == 0
+
+
+def not_blank(image) -> bool:
+    colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
+    return bool(colours) and len(colours) > 16
+
+
+@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
+def test_every_catalog_figure_draws_from_tiny_tables(tiny_tables, entry):
+    draw_entry(entry, tiny_tables)
+    folder = tiny_tables / "figures"
+    for name in entry.outputs:
+        with Image.open(folder / name) as image:
             assert image.size[0] > 50 and image.size[1] > 50
-            if path.suffix == ".gif":
+            if name.endswith(".gif"):
                 assert image.n_frames >= 2
                 image.seek(image.n_frames - 1)
-            colours = image.convert("RGB").getcolors(maxcolors=1_000_000)
-            assert colours and len(colours) > 16, f"{path.name} is (nearly) blank: {len(colours or [])} colours"
-    assert not [p for p in out.parent.iterdir() if p.name.startswith(".")], "a temp file was left behind"
+            assert not_blank(image), f"{name} is (nearly) blank"
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")], "a temp file was left behind"
+
+
+@pytest.mark.parametrize("entry", [e for e in catalog.FIGURES if e.animated], ids=lambda entry: entry.name)
+def test_an_animations_poster_is_its_last_frame(tiny_tables, entry):
+    draw_entry(entry, tiny_tables)
+    folder = tiny_tables / "figures"
+    with Image.open(folder / entry.file) as gif:
+        first = np.asarray(gif.convert("RGB"), dtype=float)
+        gif.seek(gif.n_frames - 1)
+        last = np.asarray(gif.convert("RGB"), dtype=float)
+        size = gif.size
+    with Image.open(folder / entry.poster) as poster:
+        assert poster.format == "PNG" and poster.size[0] >= size[0]
+        still = np.asarray(poster.convert("RGB").resize(size, Image.Resampling.LANCZOS), dtype=float)
+    to_last, to_first = np.abs(still - last).mean(), np.abs(still - first).mean()
+    assert to_last < 12 and to_last < to_first, (to_last, to_first)
+
+
+def test_a_figure_refuses_a_missing_table_by_name(tiny_tables, capsys):
+    entry = catalog.BY_NAME["score_scale"]
+    module = importlib.import_module(entry.module)
+    argv = [arg for arg in figure_argv(entry, tiny_tables) if not arg.startswith("score_scale=")]
+    argv.remove("--table")
+    with pytest.raises(SystemExit):
+        figure_main(module.load, module.draw, argv)
+    assert "--table score_scale=results/tables/score_scale.csv" in capsys.readouterr().err
+
+
+# ---- each figure agrees with its table
+
+
+def test_score_scale_labels_are_the_tables_ratios_and_sit_clear_of_the_markers(tiny_tables):
+    import matplotlib.pyplot as plt
+
+    score = pd.read_csv(tiny_tables / "tables" / "score_scale.csv")
+    contest = pd.read_csv(tiny_tables / "tables" / "contest.csv")
+    fig = score_figure.draw({"score": score, "contest": contest}, parse_style(TINY_STYLE))
+    ax = fig.axes[1]
+    labels = [t.get_text().split("\n") for t in ax.get_xticklabels()]
+    # the table's formula, written out: a variant's largest max_score over the baseline's, 3 significant digits
+    top = score.groupby("variant").max_score.max()
+    expected = {v: "baseline" if v == "softmax" else f"{top[v] / top['softmax']:,.3g}× softmax" for v in top.index}
+    assert {name: ratio for name, ratio in labels} == expected
+    assert {name: ratio for name, ratio in labels if name != "softmax"} == {
+        v: f"{scale.times(r)} softmax" for v, r in scale.max_score_ratios(score).items() if v != "softmax"}
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.get_xticklabels()]
+    for line in ax.lines:
+        points = line.get_transform().transform(np.column_stack([line.get_xdata(), line.get_ydata()]))
+        for box in boxes:
+            assert not any(box.contains(x, y) for x, y in points), "a ratio label covers a marker"
+    plt.close(fig)
+
+
+def test_the_entropy_figure_draws_the_seed_mean_and_prints_the_tables_means(tiny_tables):
+    tables = tiny_tables / "tables"
+    runs = pd.read_csv(tables / "runs.csv")
+    contest = pd.read_csv(tables / "contest.csv")
+    table = pd.read_csv(tables / "entropy.csv")
+    entries = entropy.load_histograms(runs, contest, table)
+    from attnlab.pipeline.bundle_reader import read_arrays
+
+    for entry in entries:
+        cells = contest_cells(runs, contest)
+        cells = cells[cells.variant == entry["variant"]]
+        assert entry["seeds"] == [0, 1]
+        per_seed = [entropy.shares(read_arrays(path, "telemetry.npz")["entropy_hist"])[0] for path in cells.path]
+        assert not np.allclose(per_seed[0], per_seed[1]), "the fixture's seeds must differ"
+        assert entry["overall"] == pytest.approx(np.mean(per_seed, axis=0))
+        mine = table[table.variant == entry["variant"]]
+        assert entry["mean"] == pytest.approx(mine["mean"].mean())
+        assert entry["sharp"] == pytest.approx(mine[contract.SHARE_SHARP].mean())
+    fig = entropy.draw({"entries": entries, "order": list(contest.variant)}, parse_style(TINY_STYLE))
+    top = fig.axes[0]
+    drawn = [np.asarray(patch.get_data().values) for patch in top.patches if hasattr(patch, "get_data")]
+    for entry in entries:
+        assert any(np.allclose(values, entry["overall"]) for values in drawn), entry["variant"]
+    legend = [t.get_text() for t in fig.legends[0].get_texts()]
+    softmax = table[table.variant == "softmax"]
+    assert any(text.startswith("softmax") and "mean of 2 seeds" in text
+               and f"mean {softmax['mean'].mean():.3f}" in text
+               and f"sharp {softmax[contract.SHARE_SHARP].mean():.1%}" in text for text in legend), legend
+    assert "seed" in fig._suptitle.get_text() and "mean over the contest seeds" in fig._suptitle.get_text()
+    close(fig)
+
+
+def test_the_mass_figure_prints_the_tables_aurocs(tiny_tables):
+    tables = tiny_tables / "tables"
+    runs, contest = pd.read_csv(tables / "runs.csv"), pd.read_csv(tables / "contest.csv")
+    table = pd.read_csv(tables / "mass_auroc.csv")
+    entries = mass_auroc.load_mass(runs, contest, table)
+    assert sorted((e["variant"], e["seed"], e["auroc"]) for e in entries) == sorted(
+        zip(table.variant, table.seed, table.mass_auroc))
+    fig = mass_auroc.draw({"entries": entries, "order": list(contest.variant), "table": table},
+                          parse_style(TINY_STYLE))
+    legends = [t.get_text() for ax in fig.axes if ax.get_legend() for t in ax.get_legend().get_texts()]
+    assert "yat seed 1: AUROC 0.510" in legends
+    assert any(text.startswith("correct") and "mean 21.5" in text for text in legends), legends
+    close(fig)
 
 
 def test_a3_gates_shows_the_net_effect_on_entropy_not_only_the_gate(tiny_tables):
-    from attnlab.pipeline.figures import a3_gates, read_tables
+    from attnlab.pipeline.figures import a3_gates
 
     tables = tiny_tables / "tables"
-    runs, contest = read_tables(tables / "runs.csv", tables / "contest.csv")
-    gates = a3_gates.load_gates(runs, contest)
+    gates = a3_gates.load_gates(pd.read_csv(tables / "a3_gates.csv"), pd.read_csv(tables / "contest.csv"))
     assert gates["a3_entropy"].shape == gates["softmax_entropy"].shape == (2, 2, 2)
+    assert gates["seeds"] == [0, 1] and gates["lr"] == 0.01
     fig = a3_gates.draw(gates, parse_style(TINY_STYLE))
     titles = [ax.get_title() for ax in fig.axes]
     assert any("entropy A³ − softmax" in t for t in titles), titles
     assert "softer" not in fig._suptitle.get_text(), "the title must not read the gate alone as softer rows"
-    import matplotlib.pyplot as plt
-
-    plt.close(fig)
+    assert "mean over seeds 0, 1" in fig._suptitle.get_text()
+    close(fig)
 
 
 def test_the_forest_plot_draws_each_interval_and_says_when_there_is_none():
-    import matplotlib.pyplot as plt
-
     from attnlab.pipeline import statistics
     from attnlab.pipeline.figures import paired_differences
 
@@ -320,7 +487,8 @@ def test_the_forest_plot_draws_each_interval_and_says_when_there_is_none():
                             "lr_choice": ["given", "given", "auto"], "delta_vs_softmax": [0.0, 0.05, -0.03],
                             "delta_ci_low": [0.0, 0.02, np.nan], "delta_ci_high": [0.0, 0.08, np.nan],
                             "wins": ["0/3", "0/3", "1/1"]})
-    fig = paired_differences.draw(contest, None, {"yat": (0.04, 0.05, 0.06)}, parse_style(TINY_STYLE))
+    fig = paired_differences.draw({"contest": contest, "best": None, "dots": {"yat": (0.04, 0.05, 0.06)}},
+                                  parse_style(TINY_STYLE))
     ax = fig.axes[0]
     bars = [line for line in ax.lines if list(line.get_xdata()) == [0.02, 0.08]]
     assert len(bars) == 1, "yat's interval is drawn from the contest table's bounds"
@@ -328,40 +496,82 @@ def test_the_forest_plot_draws_each_interval_and_says_when_there_is_none():
     assert "wins 0/3 seeds" in texts and statistics.ONE_SEED in texts
     labels = [t.get_text() for t in ax.get_yticklabels()]
     assert labels == ["yat\ncontest LR 0.003", "a3\ncontest LR 0.01 (auto)"], "softmax is the zero line, not a row"
-    plt.close(fig)
+    close(fig)
+
+
+# ---- the catalog, its captions and the modules it names
+
+
+def test_the_catalog_names_real_modules_tables_and_captions():
+    names = [entry.name for entry in catalog.FIGURES]
+    assert len(set(names)) == len(names)
+    outputs = [name for entry in catalog.FIGURES for name in entry.outputs]
+    assert len(set(outputs)) == len(outputs), "two figures write one file"
+    for entry in catalog.FIGURES:
+        assert set(entry.tables) <= set(contract.TABLES), entry.tables
+        assert (REPO / entry.caption).is_file(), entry.caption
+        assert catalog.figure_of(entry.file) is entry
+    captions = {path.name for path in (REPO / catalog.CAPTIONS).glob("*.rst")}
+    assert captions == {entry.caption.name for entry in catalog.FIGURES}, "a caption without a figure"
+
+
+def test_each_figure_module_reads_exactly_the_tables_the_catalog_gives_it():
+    """A table name in load() that the rule does not pass would fail at build time; one passed and unread is noise."""
+    for entry in catalog.FIGURES:
+        source = (REPO / "src" / (entry.module.replace(".", "/") + ".py")).read_text()
+        load = next(node for node in ast.parse(source).body if isinstance(node, ast.FunctionDef)
+                    and node.name == "load")
+        read = {node.slice.value for node in ast.walk(load) if isinstance(node, ast.Subscript)
+                and isinstance(node.value, ast.Name) and node.value.id == "tables"
+                and isinstance(node.slice, ast.Constant)}
+        assert read == set(entry.tables), entry.name
+
+
+def test_captions_state_a_data_scope_and_name_no_config_keys():
+    defaults = default_style()
+    for entry in catalog.FIGURES:
+        text = " ".join((REPO / entry.caption).read_text().split())
+        assert not re.search(r"\bfigures\.\w+", text), f"{entry.caption} prints a config key"
+        assert re.search(r"seed|analytic", text, re.IGNORECASE), f"{entry.caption} does not say whose data it shows"
+        for layer, head in re.findall(r"layer (\d+), head (\d+)", text):
+            assert (int(layer), int(head)) == (defaults["map_layer"], defaults["map_head"]), entry.caption
+    entropy_caption = (REPO / catalog.BY_NAME["entropy"].caption).read_text()
+    assert "mean over the contest seeds" in " ".join(entropy_caption.split())
 
 
 def test_no_figure_module_imports_the_model():
     """Figures read bundles; importing the model (or training) would tie them to retraining edits."""
-    import ast
-    from pathlib import Path
-
-    folder = Path(importlib.import_module("attnlab.pipeline.figures").__file__).parent
+    folder = REPO / "src" / "attnlab" / "pipeline" / "figures"
     for path in folder.glob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom) and node.module:
-                assert node.module.split(".")[:2] not in (["attnlab", "model"], ["attnlab", "train"],
-                                                          ["attnlab", "attention"], ["attnlab", "config"]), path
-    assert math.isclose(score_orbit.EPS, 1.0)
+                assert node.module.split(".")[:2] not in (["attnlab", "training"], ["attnlab", "config"]), path
 
 
-def test_a_format_specific_caption_wins_over_the_shared_one(tmp_path, monkeypatch):
-    """loss_curves.gif has one panel: its caption must not describe the still figure's zoom panel."""
-    from attnlab.pipeline import report
+def test_the_catalog_loads_no_drawing_code():
+    """The Snakefile and the writeup read the catalog: it must not pull in matplotlib or pandas."""
+    from processes import run
 
-    folder = tmp_path / "workflow" / "report"
-    folder.mkdir(parents=True)
-    (folder / "curves.rst").write_text("Both panels; the right panel zooms.\n")
-    (folder / "curves.gif.rst").write_text("One panel,\n animated.\n")
-    monkeypatch.setattr(report, "results_dir", lambda: tmp_path / "results")
-    assert report.caption("curves.png") == "Both panels; the right panel zooms."
-    assert report.caption("curves.gif") == "One panel, animated."
-    assert "is missing" in report.caption("other.png")
+    code = ("import sys; import attnlab.pipeline.figures.catalog; "
+            "print(sorted(m for m in ('matplotlib', 'pandas') if m in sys.modules))")
+    result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": REPO / "src"})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert result.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_the_animated_loss_curves_have_their_own_caption():
-    from conftest import REPO
+@pytest.mark.slow
+def test_the_figure_rules_are_the_catalogs(tmp_path, corpus_path):
+    """figures.smk generates one local rule per catalog entry, writing exactly its outputs."""
+    from processes import snakemake
+    from workspace import make_workspace
 
-    still = (REPO / "workflow" / "report" / "loss_curves.rst").read_text()
-    animated = (REPO / "workflow" / "report" / "loss_curves.gif.rst").read_text()
-    assert "right panel" in still and "right panel" not in animated
+    ws = make_workspace(tmp_path)
+    result = snakemake(ws, "--list-rules", "--configfile", "config/smoke.yaml", corpus=corpus_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    rules = {line.strip() for line in result.stdout.splitlines() if line.strip().startswith("figure_")}
+    assert rules == {entry.rule for entry in catalog.FIGURES}
+    targets = [str(path) for entry in catalog.FIGURES for path in entry.output_paths().values()]
+    result = snakemake(ws, "-n", *targets, "--configfile", "config/smoke.yaml", corpus=corpus_path)
+    assert result.returncode == 0, result.stderr[-2000:]
+    for entry in catalog.FIGURES:
+        assert entry.rule in result.stdout, entry.rule

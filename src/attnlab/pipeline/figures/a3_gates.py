@@ -8,48 +8,57 @@ either mechanism alone.
 
 from __future__ import annotations
 
-import math
 import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.bundle_reader import read_bundle
-from attnlab.pipeline.figures import cli, contest_cells, empty_note, parse_style, read_tables, save_figure
-from attnlab.pipeline.figures._heatmap import bounded_norm, centred_norm, layer_head_heatmap
+from attnlab.pipeline.contract import A3_GATE_INIT as GATE_INIT
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.figures.heatmap import bounded_norm, centred_norm, layer_head_heatmap
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import empty_note
 
 VARIANT = "a3"
-BASELINE = "softmax"
-GATE_INIT = 1.0 / (1.0 + math.exp(-3.0))  # σ(b_g = 3)
 KEYS = ("a3_gate_mean", "a3_bias_std")
+COLUMNS = {"a3_gate_mean": "gate_mean", "a3_bias_std": "bias_std"}  # the a3_gates table's names
 
 
-def load_gates(runs, contest) -> dict:
+def load(tables, style) -> dict:
+    return load_gates(tables["a3_gates"], tables["contest"])
+
+
+def per_seed_grid(rows: pd.DataFrame, column: str) -> np.ndarray:
+    """(seeds, layers, heads) of one column of the a3_gates table, seeds in order."""
+    grids = []
+    for _, cells in rows.groupby("seed", sort=True):
+        grid = cells.pivot(index="layer", columns="head", values=column).sort_index().sort_index(axis=1)
+        grids.append(grid.to_numpy(dtype=float))
+    return np.array(grids)
+
+
+def load_gates(gates: pd.DataFrame, contest: pd.DataFrame) -> dict:
     """A³'s gate mean and bias spread per contest seed, and both variants' row entropy per layer x head.
 
-    {'a3_gate_mean', 'a3_bias_std', 'a3_entropy', 'softmax_entropy': (seeds, L, H), 'seeds', 'lr'}.
+    {'a3_gate_mean', 'a3_bias_std', 'a3_entropy', 'softmax_entropy': (seeds, L, H), 'seeds', 'lr', 'baseline_lr'},
+    all from the a3_gates table (the contest cells' telemetry), the LRs from the contest table.
     """
-    cells = contest_cells(runs, contest)
-    mine, base = cells[cells.variant == VARIANT], cells[cells.variant == BASELINE]
-    telemetry = [read_bundle(path).get("telemetry", {}) for path in mine.path]
-    found = {key: np.array([np.asarray(t[key], dtype=float) for t in telemetry if key in t]) for key in KEYS}
-    found["a3_entropy"] = _entropy(telemetry)
-    found["softmax_entropy"] = _entropy([read_bundle(path).get("telemetry", {}) for path in base.path])
-    return dict(found, seeds=[int(s) for s in mine.seed], lr=float(mine.lr.iloc[0]) if len(mine) else None,
-                baseline_lr=float(base.lr.iloc[0]) if len(base) else None)
-
-
-def _entropy(telemetry: list[dict]) -> np.ndarray:
-    grids = [t.get("entropy", {}).get("mean_per_layer_head") for t in telemetry]
-    return np.array([np.asarray(g, dtype=float) for g in grids if g is not None])
+    mine, base = gates[gates.variant == VARIANT], gates[gates.variant == BASELINE]
+    found = {key: per_seed_grid(mine, column) for key, column in COLUMNS.items()}
+    found["a3_entropy"] = per_seed_grid(mine, "entropy")
+    found["softmax_entropy"] = per_seed_grid(base, "entropy")
+    lrs = dict(zip(contest.variant, contest.lr.astype(float)))
+    return dict(found, seeds=sorted(int(s) for s in mine.seed.unique()),
+                lr=lrs.get(VARIANT) if len(mine) else None, baseline_lr=lrs.get(BASELINE) if len(base) else None)
 
 
 def draw(gates: dict, style: dict):
     fig, axes = plt.subplots(1, 3, figsize=(11, 3.9), dpi=style["dpi"], layout="constrained")
-    if gates["lr"] is None or any(gates[key].size == 0 for key in KEYS):
+    if gates["lr"] is None or any(not np.isfinite(gates[key]).any() for key in KEYS):
         for ax in axes:
-            empty_note(ax, f"no {VARIANT} contest cell with gate telemetry in runs.csv")
+            empty_note(ax, f"no {VARIANT} contest cell with gate telemetry in a3_gates.csv")
         fig.suptitle("A³ gates")
         return fig
     gate, spread = gates["a3_gate_mean"].mean(axis=0), gates["a3_bias_std"].mean(axis=0)
@@ -74,14 +83,5 @@ def draw(gates: dict, style: dict):
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__.splitlines()[0]).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    save_figure(draw(load_gates(runs, contest), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

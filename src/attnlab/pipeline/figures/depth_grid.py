@@ -8,8 +8,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, cli, draw_map, draw_window_ruler, map_norm, parse_style, read_tables,
-                                      ruler_size, save_figure, shown_cells, window_text)
+from attnlab.pipeline.figures.cells import cell_label, shown_cells
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.maps import draw_map, map_norm
+from attnlab.pipeline.figures.window import draw_window_ruler, ruler_size, window_text
+
+
+def load(tables, style) -> list[dict]:
+    return load_maps(tables["runs"], tables["contest"])
 
 
 def load_maps(runs, contest) -> list[dict]:
@@ -45,7 +51,8 @@ def draw(maps: list[dict], style: dict):
                 ax.set_ylabel(f"layer {layer}\nquery position", fontsize=8)
     if image is not None:
         body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (mean over heads, sqrt scale)")
-        header.suptitle("Trained attention through depth (rows: layers, heads averaged; contest LR, sweep seed)")
+        header.suptitle("Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per "
+                        "variant, named above its column)")
         draw_window_ruler(header, maps[0]["text"], fontsize=ruler_size(len(maps[0]["text"]), width), y=0.3)
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
@@ -53,14 +60,5 @@ def draw(maps: list[dict], style: dict):
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    save_figure(draw(load_maps(runs, contest), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

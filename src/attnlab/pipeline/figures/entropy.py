@@ -1,4 +1,5 @@
-"""Distribution of normalised attention-row entropy per variant (trained, held-out batches), overall and per layer."""
+"""Distribution of normalised attention-row entropy per variant (trained, held-out batches): the mean over the
+contest seeds, overall and per layer, labelled with the entropy table's seed means."""
 
 from __future__ import annotations
 
@@ -6,52 +7,76 @@ import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
-from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (MARKER_EDGE, cell_label, cli, empty_note, parse_style, read_tables, save_figure,
-                                      shown_cells, variant_color, variant_handle, variant_marker, variant_order)
+from attnlab.core.bundle_format import format_lr
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
+from attnlab.pipeline.bundle_reader import read_arrays
+from attnlab.pipeline.contract import SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.figures.cells import contest_cells, variant_order
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
 
 MARK_EVERY = 4  # bins between a variant's markers on its histogram
 
 
-def load_histograms(runs, contest) -> list[dict]:
-    """Per variant (its shown cell): the (layers, bins) entropy counts and the bundle's entropy summary."""
+def load(tables, style) -> dict:
+    runs, contest = tables["runs"], tables["contest"]
+    return {"entries": load_histograms(runs, contest, tables["entropy"]), "order": variant_order(contest, runs)}
+
+
+def shares(hist: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One seed's (layers, bins) entropy counts as shares of rows: over all layers (bins,), per layer (layers, bins)."""
+    hist = np.asarray(hist, dtype=float)
+    overall = hist.sum(axis=0)
+    per_layer = hist.sum(axis=1, keepdims=True)
+    return (overall / overall.sum() if overall.sum() > 0 else overall,
+            np.divide(hist, per_layer, out=np.zeros_like(hist), where=per_layer > 0))
+
+
+def load_histograms(runs: pd.DataFrame, contest: pd.DataFrame, entropy: pd.DataFrame) -> list[dict]:
+    """Per variant: its contest seeds' histogram shares averaged over the seeds, and the entropy table's seed means.
+
+    Every seed weighs the same (each saw the same held-out batches), so the
+    drawn distribution and the printed means describe the same seeds.
+    """
     entries = []
-    for _, row in shown_cells(runs, contest).iterrows():
-        hist = read_arrays(row.path, "telemetry.npz")["entropy_hist"].astype(float)
-        entries.append({"variant": row.variant, "label": cell_label(row), "hist": hist,
-                        "mean": row.get("telemetry.entropy.mean", np.nan),
-                        "sharp": row.get("telemetry.entropy.share_sharp", np.nan),
-                        "diffuse": row.get("telemetry.entropy.share_diffuse", np.nan)})
+    for variant, cells in contest_cells(runs, contest).groupby("variant", sort=False):
+        per_seed = [shares(read_arrays(path, "telemetry.npz")["entropy_hist"]) for path in cells.path]
+        rows = entropy[entropy.variant == variant]
+        entries.append({"variant": variant, "lr": float(cells.lr.iloc[0]), "seeds": [int(s) for s in cells.seed],
+                        "overall": np.mean([overall for overall, _ in per_seed], axis=0),
+                        "per_layer": np.mean([layers for _, layers in per_seed], axis=0),
+                        "mean": float(rows["mean"].mean()), "sharp": float(rows[SHARE_SHARP].mean()),
+                        "diffuse": float(rows[SHARE_DIFFUSE].mean())})
     return entries
 
 
-def _share(counts: np.ndarray) -> np.ndarray:
-    total = counts.sum()
-    return counts / total if total > 0 else counts
+def legend_label(entry: dict) -> str:
+    """The variant's cell and the entropy table's seed means, written as the writeup's entropy table writes them."""
+    seeds = entry["seeds"]
+    which = f"seed {seeds[0]}" if len(seeds) == 1 else f"mean of {len(seeds)} seeds"
+    return (f"{entry['variant']} (lr {format_lr(entry['lr'])}, {which}): mean {entry['mean']:.3f}, "
+            f"sharp {entry['sharp']:.1%}, diffuse {entry['diffuse']:.1%}")
 
 
 def _panel(ax, entries, order, style, layer=None, legend=False) -> list:
     """Draw one panel; return the legend handles when `legend`."""
     handles = []
     for entry in entries:
-        hist = entry["hist"]
-        if layer is not None and layer >= hist.shape[0]:
+        if layer is not None and layer >= entry["per_layer"].shape[0]:
             continue
-        counts = hist.sum(axis=0) if layer is None else hist[layer]
-        edges = np.linspace(0.0, 1.0, counts.size + 1)
-        label = (f"{entry['label']}: mean {entry['mean']:.2f}, sharp {100 * entry['sharp']:.0f}%, "
-                 f"diffuse {100 * entry['diffuse']:.0f}%") if legend else None
-        color, share = variant_color(style, entry["variant"], order), _share(counts)
+        share = entry["overall"] if layer is None else entry["per_layer"][layer]
+        edges = np.linspace(0.0, 1.0, share.size + 1)
+        color = variant_color(style, entry["variant"], order)
         ax.stairs(share, edges, color=color, lw=1.8)
         # the variant's marker on every few bins (offset per variant so markers do not stack)
         start = order.index(entry["variant"]) % MARK_EVERY if entry["variant"] in order else 0
         centres = (edges[:-1] + edges[1:]) / 2
         ax.plot(centres[start::MARK_EVERY], share[start::MARK_EVERY], ls="none", color=color, ms=5,
                 marker=variant_marker(entry["variant"], order), mec=MARKER_EDGE, mew=0.5)
-        if label:
-            handles.append(variant_handle(style, entry["variant"], order, label=label, lw=1.8))
+        if legend:
+            handles.append(variant_handle(style, entry["variant"], order, label=legend_label(entry), lw=1.8))
     for x, name in ((SHARP_BELOW, f"sharp < {SHARP_BELOW:g}"), (DIFFUSE_ABOVE, f"diffuse > {DIFFUSE_ABOVE:g}")):
         ax.axvline(x, color="0.35", ls="--", lw=1)
         if legend:
@@ -64,8 +89,9 @@ def _panel(ax, entries, order, style, layer=None, legend=False) -> list:
     return handles
 
 
-def draw(entries: list[dict], order: list[str], style: dict):
-    layers = max((e["hist"].shape[0] for e in entries), default=1)
+def draw(data: dict, style: dict):
+    entries, order = data["entries"], data["order"]
+    layers = max((e["per_layer"].shape[0] for e in entries), default=1)
     per_layer = layers > 1
     fig = plt.figure(figsize=(max(9, 3.0 * layers), 8 if per_layer else 4.8), dpi=style["dpi"], layout="constrained")
     grid = fig.add_gridspec(2 if per_layer else 1, layers, height_ratios=[1.4, 1] if per_layer else None)
@@ -78,7 +104,7 @@ def draw(entries: list[dict], order: list[str], style: dict):
     top.set_xlabel("normalised row entropy (entropy / log visible keys)")
     top.set_ylabel("share of query rows per bin")
     fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8,
-               title="variant (cell): the bundle's entropy summary", title_fontsize=8)
+               title="variant (contest LR, seeds): the entropy table's means over those seeds", title_fontsize=8)
     if per_layer:
         for layer in range(layers):
             ax = fig.add_subplot(grid[1, layer])
@@ -88,19 +114,9 @@ def draw(entries: list[dict], order: list[str], style: dict):
             if layer == 0:
                 ax.set_ylabel("share of the layer's rows")
     fig.suptitle("Attention entropy of the trained models on held-out batches "
-                 "(rows with enough visible keys; contest LR, sweep seed)")
+                 "(rows with enough visible keys; contest LR, mean over the contest seeds)")
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    entries = load_histograms(runs, contest)
-    save_figure(draw(entries, variant_order(contest, runs), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

@@ -1,4 +1,4 @@
-"""Validation-loss curves of the contest runs (every seed, each variant at its contest LR), still and animated."""
+"""Validation-loss curves of the contest runs: every seed, each variant at its contest LR, whole run and late zoom."""
 
 from __future__ import annotations
 
@@ -9,11 +9,18 @@ from matplotlib.lines import Line2D
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.bundle_reader import read_curve
-from attnlab.pipeline.figures import (LOSS_LABEL, MARKER_EDGE, cli, contest_cells, empty_note, gif_dpi, new_figure,
-                                      parse_style, read_tables, save_figure, save_gif, variant_color, variant_handle,
-                                      variant_marker, variant_order)
+from attnlab.pipeline.figures.cells import contest_cells, variant_order
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, variant_color,
+                                            variant_handle, variant_marker)
 
 SEED_STYLES = ("-", "--", ":", "-.")
+
+
+def load(tables, style) -> dict:
+    """The contest cells' curves and the variants' order."""
+    runs, contest = tables["runs"], tables["contest"]
+    return {"curves": load_curves(runs, contest), "order": variant_order(contest, runs)}
 
 
 def load_curves(runs, contest) -> list[dict]:
@@ -41,16 +48,15 @@ def _legend(ax, curves, order, style):
     ax.legend(handles=handles, fontsize=8, loc="upper right")
 
 
-def _plot(ax, curves, order, style, upto=None):
+def _plot(ax, curves, order, style):
     seeds = sorted({c["seed"] for c in curves})
     for c in curves:
-        keep = c["step"] <= upto if upto is not None else np.ones_like(c["step"], dtype=bool)
         color = variant_color(style, c["variant"], order)
-        ax.plot(c["step"][keep], c["val"][keep], color=color, lw=1.6, alpha=0.9,
+        ax.plot(c["step"], c["val"], color=color, lw=1.6, alpha=0.9,
                 ls=SEED_STYLES[seeds.index(c["seed"]) % len(SEED_STYLES)],
                 marker=variant_marker(c["variant"], order), markevery=_every(c["step"]), ms=6, mec=MARKER_EDGE,
                 mew=0.5)
-        if c["diverged"] and keep.any() and keep.all():
+        if c["diverged"] and len(c["step"]):
             ax.plot(c["step"][-1], c["val"][-1], marker="x", color=color, markersize=9, mew=2)
 
 
@@ -70,7 +76,8 @@ def _zoom_limits(curves) -> tuple[float, float, float]:
     return last / 2, late.min() - pad, late.max() + pad
 
 
-def draw(curves: list[dict], order: list[str], style: dict):
+def draw(data: dict, style: dict):
+    curves, order = data["curves"], data["order"]
     fig, (full, zoom) = new_figure(style, 12, 4.6, ncols=2, gridspec_kw={"width_ratios": [1.2, 1]})
     if not curves:
         empty_note(full, "no contest runs in runs.csv")
@@ -93,48 +100,5 @@ def draw(curves: list[dict], order: list[str], style: dict):
     return fig
 
 
-def draw_animation(curves: list[dict], order: list[str], style: dict):
-    """The figure and an update(frame) that reveals the curves up to a growing step."""
-    fig, ax = new_figure(dict(style, dpi=gif_dpi(style)), 8, 4.8)
-    if not curves:
-        empty_note(ax, "no contest runs in runs.csv")
-        return fig, lambda i: None, 1
-    last = max(c["step"].max() for c in curves)
-    first = min(c["step"].min() for c in curves)
-    values = np.concatenate([c["val"] for c in curves])
-    values = values[np.isfinite(values)]
-    pad = 0.03 * (values.max() - values.min() + 1e-9)
-    n_frames = max(2, int(style["gif_frames"]))
-    shown = np.linspace(first, last, n_frames)
-
-    def update(i):
-        ax.clear()
-        _plot(ax, curves, order, style, upto=shown[i])
-        ax.set_xlim(first, last)
-        ax.set_ylim(values.min() - pad, values.max() + pad)
-        ax.set_xlabel("training step")
-        ax.set_ylabel(LOSS_LABEL)
-        ax.grid(alpha=0.3)
-        _legend(ax, curves, order, style)
-        ax.set_title(f"Contest runs' validation loss, step {int(shown[i])} of {int(last)}")
-
-    return fig, update, n_frames
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = cli(__doc__)
-    parser.add_argument("--gif", required=True, help="path of the animated version")
-    args = parser.parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    order = variant_order(contest, runs)
-    curves = load_curves(runs, contest)
-    save_figure(draw(curves, order, style), args.out, style["dpi"])
-    fig, update, n_frames = draw_animation(curves, order, style)
-    save_gif(fig, update, n_frames, args.gif)
-    print(f"wrote {args.out} and {args.gif} ({len(curves)} runs)")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

@@ -12,8 +12,10 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.figures import (LOSS_LABEL, MARKER_EDGE, cli, empty_note, new_figure, parse_style, save_figure,
-                                      variant_color, variant_handle, variant_marker, variant_order)
+from attnlab.pipeline.figures.cells import lr_text, variant_order
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, variant_color,
+                                            variant_handle, variant_marker)
 
 ROW_HEIGHT = 0.06  # axes fraction per variant row in the diverged band, which exists only when a cell diverged
 DODGE = 0.025  # decades between neighbouring variants at one LR, so coinciding points stay visible
@@ -25,15 +27,25 @@ def seed_means(sweep: pd.DataFrame) -> pd.DataFrame:
     if sweep.empty or "seed" not in sweep or sweep.seed.nunique() <= 1:
         return sweep
     rows = []
-    for (variant, lr), cells in sweep.groupby(["variant", "lr"], sort=False):
+    for (variant, _), cells in sweep.groupby([sweep.variant, lr_text(sweep.lr).to_numpy()], sort=False):
         diverged = cells[cells.diverged.astype(bool)]
-        rows.append({"variant": variant, "lr": lr, "best_val_loss": cells.best_val_loss.astype(float).mean(),
+        rows.append({"variant": variant, "lr": float(cells.lr.iloc[0]),
+                     "best_val_loss": cells.best_val_loss.astype(float).mean(),
                      "diverged": bool(len(diverged)),
                      "diverged_step": diverged.diverged_step.min() if len(diverged) else np.nan})
     return pd.DataFrame(rows)
 
 
-def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
+def load(tables, style) -> dict:
+    return {"sweep": tables["lr_sweep"], "contest": tables["contest"]}
+
+
+def draw(data: dict, style: dict):
+    """The LR sweep figure (see plot)."""
+    return plot(data["sweep"], data["contest"], style)[0]
+
+
+def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     """The figure and what it marked: {'points': [(variant, lr, loss)], 'diverged': [(variant, lr, step)]}.
 
     A cell is a point only if it did not diverge and its loss is finite; every
@@ -49,7 +61,7 @@ def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
         return fig, marks
     order = variant_order(contest if contest is not None else sweep, sweep)
     shown = [v for v in order if v in set(sweep.variant)]
-    contest_lr = {} if contest is None else dict(zip(contest.variant, contest.lr.astype(float)))
+    contest_lr = {} if contest is None else dict(zip(contest.variant, lr_text(contest.lr)))
     plotted = ~sweep.diverged.astype(bool) & np.isfinite(sweep.best_val_loss.astype(float))
     failed_variants = [v for v in shown if (~plotted[sweep.variant == v]).any()]
     band = ROW_HEIGHT * len(failed_variants) + 0.04 if failed_variants else 0.0
@@ -64,7 +76,7 @@ def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
         good, bad = cells[ok], cells[~ok]
         x = good.lr.astype(float) * dodge
         ax.plot(x, good.best_val_loss, "-", color=color, lw=1.6, alpha=0.85, zorder=2)
-        chosen = np.isclose(good.lr.astype(float), contest_lr.get(variant, np.nan))
+        chosen = (lr_text(good.lr) == contest_lr.get(variant)).to_numpy()
         any_chosen |= bool(chosen.any())
         ax.plot(x[~chosen], good.best_val_loss[~chosen], ls="none", marker=marker, ms=8, mfc="white", mec=color,
                 mew=1.8, zorder=3)
@@ -117,15 +129,5 @@ def draw(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     return fig, marks
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__, tables=("sweep", "contest")).parse_args(argv)
-    style = parse_style(args.style)
-    sweep, contest = pd.read_csv(args.sweep), pd.read_csv(args.contest)
-    fig, marks = draw(sweep, contest, style)
-    save_figure(fig, args.out, style["dpi"])
-    print(f"wrote {args.out}: {len(marks['points'])} points, {len(marks['diverged'])} diverged cells marked")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

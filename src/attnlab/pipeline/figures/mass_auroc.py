@@ -3,7 +3,9 @@
 Per held-out token, the kernel's row mass (averaged over layers and heads, as the
 bundle's mass AUROC ranks it) against whether the argmax next-token prediction
 was correct. The diagonal is the null: a mass that carries no signal about
-correctness has AUROC 0.5. The AUROC printed is the bundle's own.
+correctness has AUROC 0.5. Every number printed is the mass_auroc table's: each
+seed's AUROC, and the mean mass of correct and of wrong tokens averaged over
+the seeds.
 """
 
 from __future__ import annotations
@@ -13,23 +15,32 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
+from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (MARKER_EDGE, cli, contest_cells, empty_note, parse_style, read_tables,
-                                      save_figure, variant_color, variant_handle, variant_marker, variant_order)
+from attnlab.pipeline.figures.cells import contest_cells, lr_text, variant_order
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
 
 SEED_STYLES = ("-", "--", ":", "-.")
 BINS = 40
 
 
-def load_mass(runs, contest) -> list[dict]:
-    """Every contest cell whose telemetry holds a kernel mass: its per-token mass, correctness and AUROC."""
+def load(tables, style) -> dict:
+    runs, contest = tables["runs"], tables["contest"]
+    return {"entries": load_mass(runs, contest, tables["mass_auroc"]), "order": variant_order(contest, runs),
+            "table": tables["mass_auroc"]}
+
+
+def load_mass(runs, contest, table) -> list[dict]:
+    """Every contest cell with a row in the mass_auroc table: its per-token mass, correctness and the table's row."""
+    keyed = table.assign(lr=lr_text(table.lr).to_numpy()).set_index(["variant", "lr", "seed"])
     entries = []
     for _, row in contest_cells(runs, contest).iterrows():
-        arrays = read_arrays(row.path, "telemetry.npz")
-        if "mass" not in arrays:
+        key = (row.variant, format_lr(row.lr), int(row.seed))
+        if key not in keyed.index:
             continue
-        entries.append({"variant": row.variant, "seed": int(row.seed),
-                        "auroc": float(row.get("telemetry.mass_auroc", np.nan)),
+        arrays = read_arrays(row.path, "telemetry.npz")
+        entries.append({"variant": row.variant, "seed": int(row.seed), "auroc": float(keyed.loc[key, "mass_auroc"]),
                         "mass": np.asarray(arrays["mass"], dtype=float).ravel(),
                         "correct": np.asarray(arrays["correct"]).astype(bool).ravel()})
     return entries
@@ -45,7 +56,19 @@ def roc_curve(score: np.ndarray, positive: np.ndarray) -> tuple[np.ndarray, np.n
     return (np.r_[0.0, fp / max(fp[-1], 1)], np.r_[0.0, tp / max(tp[-1], 1)])
 
 
-def draw(entries: list[dict], order: list[str], style: dict):
+def _number(value: float) -> str:
+    """A mass as the writeup's mass table writes it: four significant digits, whole numbers past 10,000."""
+    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def mean_masses(table, variant) -> dict[str, float]:
+    """'correct' and 'wrong' -> the table's mean mass of such tokens, averaged over the variant's seeds."""
+    rows = table[table.variant == variant]
+    return {"correct": float(rows.mass_correct_mean.mean()), "wrong": float(rows.mass_wrong_mean.mean())}
+
+
+def draw(data: dict, style: dict):
+    entries, order, table = data["entries"], data["order"], data["table"]
     variants = [v for v in order if any(e["variant"] == v for e in entries)]
     rows = max(len(variants), 1)
     fig = plt.figure(figsize=(11, max(4.4, 2.0 * rows + 0.8)), dpi=style["dpi"], layout="constrained")
@@ -86,17 +109,18 @@ def draw(entries: list[dict], order: list[str], style: dict):
             empty_note(ax, f"{variant}: no positive mass")
             continue
         edges = np.logspace(np.log10(positive.min()), np.log10(positive.max()), BINS + 1)
-        color = variant_color(style, variant, order)
+        color, means = variant_color(style, variant, order), mean_masses(table, variant)
         for chosen, label, line in ((correct, "correct", "-"), (~correct, "wrong", "--")):
             counts, _ = np.histogram(mass[chosen], bins=edges)
             share = counts / max(counts.sum(), 1)
             ax.stairs(share, edges, color=color, lw=1.6, ls=line,
-                      label=f"{label} ({int(chosen.sum())} tokens, median {np.median(mass[chosen]):,.3g})"
+                      label=f"{label} ({int(chosen.sum())} tokens, mean {_number(means[label])})"
                       if chosen.any() else f"{label} (none)")
         ax.set_xscale("log")
         ax.set_ylim(bottom=0)
         ax.set_ylabel("share of tokens", fontsize=8)
-        ax.set_title(f"{variant}: mass of correct vs wrong tokens (seeds pooled)", fontsize=9, color=color)
+        ax.set_title(f"{variant}: mass of correct vs wrong tokens (seeds pooled; means over seeds)", fontsize=9,
+                     color=color)
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
         if r == len(variants) - 1:
@@ -105,14 +129,5 @@ def draw(entries: list[dict], order: list[str], style: dict):
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__.splitlines()[0]).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    save_figure(draw(load_mass(runs, contest), variant_order(contest, runs), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

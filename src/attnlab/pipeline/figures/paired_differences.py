@@ -19,10 +19,17 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
-from attnlab.pipeline.figures import (MARKER_EDGE, cli, contest_cells, empty_note, parse_style,
-                                      read_tables, save_figure, variant_color, variant_marker, variant_order)
-from attnlab.pipeline.tables import BASELINE
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.figures.cells import contest_cells, variant_order
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_marker
+
 BEST_OFFSET = 0.28  # the best-LR row sits this far below the contest row of its variant
+
+
+def load(tables, style) -> dict:
+    contest = tables["contest"]
+    return {"contest": contest, "best": tables["best_lr"], "dots": per_seed_differences(tables["runs"], contest)}
 
 
 def per_seed_differences(runs: pd.DataFrame, contest: pd.DataFrame) -> dict[str, tuple[float, ...]]:
@@ -38,7 +45,9 @@ def per_seed_differences(runs: pd.DataFrame, contest: pd.DataFrame) -> dict[str,
     return out
 
 
-def draw(contest: pd.DataFrame, best: pd.DataFrame | None, dots: dict[str, tuple[float, ...]], style: dict):
+def draw(data: dict, style: dict):
+    """One row per variant: its seeds (dots), their mean and interval, and its best-LR comparison (hollow)."""
+    contest, best, dots = data["contest"], data.get("best"), data.get("dots", {})
     shown = [v for v in variant_order(contest) if v != BASELINE]
     fig, ax = plt.subplots(figsize=(8.5, 1.1 + 0.75 * max(len(shown), 1)), dpi=style["dpi"], layout="constrained")
     if contest.empty or "delta_vs_softmax" not in contest or not shown:
@@ -87,15 +96,5 @@ def draw(contest: pd.DataFrame, best: pd.DataFrame | None, dots: dict[str, tuple
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__.splitlines()[0], tables=("runs", "contest", "best_lr")).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    best = pd.read_csv(args.best_lr)
-    save_figure(draw(contest, best, per_seed_differences(runs, contest), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

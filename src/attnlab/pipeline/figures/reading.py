@@ -9,11 +9,20 @@ import numpy as np
 from matplotlib.patches import Rectangle
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, char_label, clamp, cli, empty_note, gif_dpi, label_every, parse_style,
-                                      read_tables, save_gif, shown_cells, snippet, variant_color, variant_handle,
-                                      variant_order, window_text)
+from attnlab.pipeline.figures.cells import cell_label, shown_cells, variant_order
+from attnlab.pipeline.figures.gif import Animation, gif_dpi
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.maps import clamp
+from attnlab.pipeline.figures.style import empty_note, variant_color, variant_handle
+from attnlab.pipeline.figures.window import char_label, label_every, snippet, window_text
 
 MAX_FRAMES = 128  # longer windows show this many evenly spaced query positions
+
+
+def load(tables, style) -> dict:
+    runs, contest = tables["runs"], tables["contest"]
+    return {"entries": load_rows(runs, contest, style["map_layer"], style["map_head"]),
+            "order": variant_order(contest, runs)}
 
 
 def load_rows(runs, contest, layer: int, head: int) -> list[dict]:
@@ -37,8 +46,9 @@ def query_positions(length: int, max_frames: int = MAX_FRAMES) -> np.ndarray:
     return np.unique(np.linspace(1, length - 1, max_frames).round().astype(int))
 
 
-def draw(entries: list[dict], order: list[str], style: dict):
-    """The figure and update(frame): every panel shows the attention row of the frame's query position."""
+def draw(data: dict, style: dict) -> Animation:
+    """Every panel shows the attention row of the frame's query position; the last frame reads the whole window."""
+    entries, order = data["entries"], data["order"]
     panels = max(len(entries), 1)
     width = 11 if not entries else max(11.0, 0.1 * len(entries[0]["text"]))  # room to label every character
     fig, axes = plt.subplots(panels, 1, figsize=(width, 1.9 * panels + 1.0), dpi=gif_dpi(style), squeeze=False,
@@ -46,7 +56,7 @@ def draw(entries: list[dict], order: list[str], style: dict):
     axes = axes[:, 0]
     if not entries:
         empty_note(axes[0], "no contest cells in runs.csv")
-        return fig, lambda i: None, 1
+        return Animation(fig, lambda i: None, 1)
     text = entries[0]["text"]
     length = len(text)
     positions = query_positions(length)
@@ -103,19 +113,8 @@ def draw(entries: list[dict], order: list[str], style: dict):
         title.set_text(f"Reading the window: query {i} = '{char_label(text[i])}' after "
                        f"'{snippet(text, i - 24, i)}'")
 
-    return fig, update, len(positions)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    entries = load_rows(runs, contest, style["map_layer"], style["map_head"])
-    fig, update, n_frames = draw(entries, variant_order(contest, runs), style)
-    save_gif(fig, update, n_frames, args.out, frame_ms=300)
-    print(f"wrote {args.out} ({n_frames} frames: {', '.join(e['variant'] for e in entries)})")
-    return 0
+    return Animation(fig, update, len(positions), frame_ms=300)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

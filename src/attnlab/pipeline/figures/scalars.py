@@ -7,32 +7,41 @@ import sys
 
 import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.bundle_reader import read_bundle
-from attnlab.pipeline.figures import cli, contest_cells, empty_note, parse_style, read_tables, save_figure
-from attnlab.pipeline.figures._heatmap import bounded_norm, layer_head_heatmap
+from attnlab.pipeline.figures.heatmap import bounded_norm, layer_head_heatmap
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import empty_note
 
 VARIANT = "yat_b"
 INIT = math.log(2.0)  # softplus(0): both scalars start here
 SCALARS = (("b", "b (added to q·k)"), ("eps", "ε (added to ‖q−k‖²)"))
 
 
-def load_scalars(runs, contest) -> dict:
-    """Every contest seed's learned b and ε, stacked: {'b': (seeds, L, H), 'eps': ..., 'seeds', 'lr'}."""
-    cells = contest_cells(runs, contest)
-    cells = cells[cells.variant == VARIANT]
-    learned = [read_bundle(path).get("learned", {}) for path in cells.path]
-    found = {name: np.array([np.asarray(x[name], dtype=float) for x in learned if name in x])
-             for name, _ in SCALARS}
-    return dict(found, seeds=[int(s) for s in cells.seed], lr=float(cells.lr.iloc[0]) if len(cells) else None)
+def load(tables, style) -> dict:
+    return load_scalars(tables["scalars"], tables["contest"])
+
+
+def load_scalars(scalars: pd.DataFrame, contest: pd.DataFrame) -> dict:
+    """Every contest seed's learned b and ε from the scalars table: {'b': (seeds, L, H), 'eps': ..., 'seeds', 'lr'}."""
+    mine = scalars[scalars.variant == VARIANT]
+    found = {}
+    for name, _ in SCALARS:
+        rows = mine[mine.scalar == name]
+        found[name] = np.array([cells.pivot(index="layer", columns="head", values="value").sort_index()
+                                .sort_index(axis=1).to_numpy(dtype=float)
+                                for _, cells in rows.groupby("seed", sort=True)])
+    lrs = dict(zip(contest.variant, contest.lr.astype(float)))
+    return dict(found, seeds=sorted(int(s) for s in mine.seed.unique()),
+                lr=lrs.get(VARIANT) if len(mine) else None)
 
 
 def draw(scalars: dict, style: dict):
     fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), dpi=style["dpi"], layout="constrained")
     if scalars["lr"] is None or any(scalars[name].size == 0 for name, _ in SCALARS):
         for ax in axes:
-            empty_note(ax, f"no {VARIANT} contest cell with learned scalars in runs.csv")
+            empty_note(ax, f"no {VARIANT} contest cell with learned scalars in scalars.csv")
         fig.suptitle(f"{VARIANT}: learned kernel scalars")
         return fig
     n = len(scalars["seeds"])
@@ -50,14 +59,5 @@ def draw(scalars: dict, style: dict):
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    save_figure(draw(load_scalars(runs, contest), style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

@@ -10,7 +10,8 @@ from matplotlib.cm import ScalarMappable
 from matplotlib.colors import BoundaryNorm
 from matplotlib.ticker import MaxNLocator
 
-from attnlab.pipeline.figures import cli, gif_dpi, parse_style, save_gif
+from attnlab.pipeline.figures.gif import Animation, gif_dpi
+from attnlab.pipeline.figures.main import figure_main
 
 EPS = 1.0  # the yat variant's fixed epsilon
 RADIUS = 1.5  # of the query's orbit
@@ -41,7 +42,12 @@ def key_grid(extent: float = EXTENT, size: int = GRID) -> np.ndarray:
     return np.stack(np.meshgrid(axis, axis), axis=-1)  # (size, size, 2), [row=y, col=x]
 
 
-def draw(style: dict, eps: float = EPS):
+def load(tables, style) -> float:
+    """Nothing to read: the figure is analytic. Its one input is the Yat kernel's epsilon."""
+    return EPS
+
+
+def draw(eps: float, style: dict) -> Animation:
     keys = key_grid()
     queries = orbit(max(2, int(style["gif_frames"])))
     # fixed colour bands over the whole orbit, so frames compare
@@ -90,17 +96,8 @@ def draw(style: dict, eps: float = EPS):
         fig.suptitle(f"Scores of every key k for a query q orbiting at |q| = {RADIUS:g} "
                      f"(angle {angle:.0f}°; analytic, no training)")
 
-    return fig, update, len(queries)
-
-
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__, tables=()).parse_args(argv)
-    style = parse_style(args.style)
-    fig, update, n_frames = draw(style)
-    save_gif(fig, update, n_frames, args.out, frame_ms=200, hold_ms=200, colors=64)
-    print(f"wrote {args.out} ({n_frames} frames)")
-    return 0
+    return Animation(fig, update, len(queries), frame_ms=200, hold_ms=200, colors=64)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

@@ -8,8 +8,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures import (cell_label, clamp, cli, draw_map, draw_window_ruler, map_norm, parse_style,
-                                      read_tables, ruler_size, save_figure, shown_cells, window_text)
+from attnlab.pipeline.figures.cells import cell_label, shown_cells
+from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.maps import clamp, draw_map, map_norm
+from attnlab.pipeline.figures.window import draw_window_ruler, ruler_size, window_text
+
+
+def load(tables, style) -> list[dict]:
+    return load_snapshots(tables["runs"], tables["contest"], style["map_layer"], style["map_head"])
 
 
 def load_snapshots(runs, contest, layer: int, head: int) -> list[dict]:
@@ -63,19 +69,9 @@ def draw(entries: list[dict], style: dict):
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
         shown = "none"
-    header.suptitle(f"Attention through training ({shown}; contest LR, sweep seed)")
+    header.suptitle(f"Attention through training ({shown}; contest LR, one seed per variant, named at its row)")
     return fig
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = cli(__doc__).parse_args(argv)
-    style = parse_style(args.style)
-    runs, contest = read_tables(args.runs, args.contest)
-    entries = load_snapshots(runs, contest, style["map_layer"], style["map_head"])
-    save_figure(draw(entries, style), args.out, style["dpi"])
-    print(f"wrote {args.out}")
-    return 0
-
-
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(figure_main(load, draw))

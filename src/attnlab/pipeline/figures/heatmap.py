@@ -1,4 +1,4 @@
-"""Helper, not a figure: layer x head heatmaps with each value written in its cell (scalars and A³ gates)."""
+"""Not a figure: layer x head heatmaps with each value written in its cell (scalars and A³ gates)."""
 
 from __future__ import annotations
 

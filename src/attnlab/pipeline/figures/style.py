@@ -1,0 +1,80 @@
+"""How every figure looks: the config's `figures` style, one colour and one marker per variant, blank panels.
+
+Importing this module selects matplotlib's Agg backend, so a figure job draws
+the same off screen on any machine.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+
+from attnlab.core.config import schema as config_schema  # noqa: E402
+
+LOSS_LABEL = "validation loss (nats/char)"
+# Okabe–Ito, the colour-blind-safe palette the schema's defaults are drawn from; for variants the
+# config does not colour.
+FALLBACK_COLORS = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
+# One marker per variant, the same in every figure, so no picture relies on colour alone.
+VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp": "v", "yat_b_exp": "P",
+                   "softmax_t": "X", "a3_heads": "*"}
+SPARE_MARKERS = ("h", "p", "<", ">", "d", "8")
+MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
+
+
+def default_style() -> dict:
+    """The `figures` defaults of the config schema (the single place they are written)."""
+    props = config_schema()["properties"]["figures"]["properties"]
+    return {key: sub["default"] for key, sub in props.items() if "default" in sub}
+
+
+def parse_style(text: str | None) -> dict:
+    """The `figures` config section (JSON) over the schema defaults; colours merge per variant."""
+    style = default_style()
+    given = json.loads(text) if text else {}
+    colors = dict(style.get("colors", {}), **given.get("colors", {}))
+    style.update(given)
+    style["colors"] = colors
+    return style
+
+
+def variant_color(style: dict, variant: str, order: list[str] | None = None) -> str:
+    """The configured colour of a variant, else a stable fallback from its place in `order`."""
+    if variant in style.get("colors", {}):
+        return style["colors"][variant]
+    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode())
+    return FALLBACK_COLORS[index % len(FALLBACK_COLORS)]
+
+
+def variant_marker(variant: str, order: list[str] | None = None) -> str:
+    """The variant's own marker in every figure; a variant without one gets a spare by its place in `order`."""
+    if variant in VARIANT_MARKERS:
+        return VARIANT_MARKERS[variant]
+    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode())
+    return SPARE_MARKERS[index % len(SPARE_MARKERS)]
+
+
+def variant_handle(style: dict, variant: str, order: list[str] | None = None, label: str | None = None, **line):
+    """A legend entry showing the variant's colour and marker together."""
+    from matplotlib.lines import Line2D
+
+    return Line2D([], [], color=variant_color(style, variant, order), marker=variant_marker(variant, order),
+                  mec=MARKER_EDGE, mew=0.6, ms=7, label=variant if label is None else label, **line)
+
+
+def new_figure(style: dict, width: float, height: float, **kwargs):
+    """A figure and its axes at the style's resolution."""
+    return plt.subplots(figsize=(width, height), dpi=style["dpi"], **kwargs)
+
+
+def empty_note(ax, message: str) -> None:
+    """A panel that says what is missing instead of silently drawing nothing."""
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, fontsize=10, wrap=True)
+    ax.set_xticks([])
+    ax.set_yticks([])
