@@ -236,14 +236,14 @@ if "composability" in SHOWN:
 
 # %% [markdown]
 # ## 11. Claims ledger
-# Each claim of the posts as a check over the tables above, with the value
-# measured here, the published value, a verdict at this build's protocol, the
-# interval the verdict rests on (or why there is none) and the number of seeds.
-# The same table is `results/tables/ledger.csv`.
+# Each claim of the posts, under the post it comes from, as a check over the
+# tables above: the value measured here, the published value, a verdict at
+# this build's protocol with the interval it rests on (or why there is none)
+# and the number of seeds. The same table is `results/tables/ledger.csv`.
 
 # %%
 show_table(ledger.ledger_display(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
-           widths=ledger.LEDGER_WIDTHS, markup=("post", "verdict"), css="small")
+           widths=ledger.LEDGER_WIDTHS, markup=("claim", "verdict"), css="small")
 say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
 
 # %% [markdown]

@@ -6,7 +6,7 @@ is there, no table is wider than the text column, the claim → verdict summary
 comes before section 1, no caption names a config key, every figure says which
 rule made it from which CSV, and every link inside the page lands on something.
 In print (Chromium's print media at a Letter page, then Page.printToPDF): no
-verdict badge breaks across lines, every figure fits one page with its caption
+verdict badge breaks across lines or spills out of its cell, every figure fits one page with its caption
 and cannot be split from it, and an animated figure shows its still poster.
 A full-page screenshot and the PDF are saved under the workspace's results/.
 Skipped, with the reason, where no Chromium is installed (CI installs the
@@ -146,20 +146,24 @@ def print_problems(driver) -> list[str]:
         found = driver.execute_script("""
           const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
             return new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top))).size; };
-          const broken = Array.from(document.querySelectorAll('span.verdict')).filter(b => lines(b) > 1)
-            .map(b => b.innerText);
+          const badges = Array.from(document.querySelectorAll('span.verdict'));
+          const broken = badges.filter(b => lines(b) > 1).map(b => b.innerText);
+          const spilling = badges.filter(b => { const cell = b.closest('td'); if (!cell) return false;
+            const box = cell.getBoundingClientRect(), pad = parseFloat(getComputedStyle(cell).paddingRight);
+            return b.getBoundingClientRect().right > box.right - pad + 1; }).map(b => b.innerText);
           const figures = Array.from(document.querySelectorAll('figure')).map(f => ({
             id: f.id || f.innerText.slice(0, 40), height: f.getBoundingClientRect().height,
             avoid: getComputedStyle(f).breakInside, captioned: !!f.querySelector('figcaption'),
             stills: Array.from(f.querySelectorAll('img')).filter(i => getComputedStyle(i).display !== 'none'
               && !/\\.gif|image\\/gif/.test(i.currentSrc.slice(0, 30))).length,
             animated: f.querySelectorAll('img[src^="data:image/gif"]').length}));
-          return {broken, figures};
+          return {broken, spilling, figures};
         """)
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     problems = [f"the verdict badge {text!r} breaks across lines in print" for text in found["broken"]]
+    problems += [f"the verdict badge {text!r} spills out of its cell in print" for text in found["spilling"]]
     for figure in found["figures"]:
         name = figure["id"]
         if figure["avoid"] != "avoid" or not figure["captioned"]:
@@ -328,6 +332,8 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
     faulty = tmp_path / "faulty.html"
     faulty.write_text('<html><body><table><tr><td style="width: 30px">'
                       '<span class="verdict">not testable at default</span></td></tr></table>'
+                      '<table style="table-layout: fixed; width: 100px"><tr><td>'
+                      '<span class="verdict" style="white-space: nowrap">by construction</span></td></tr></table>'
                       f'<figure id="tall"><img src="data:image/png;base64,{TINY_PNG}" style="height: 2000px">'
                       "<figcaption>Tall.</figcaption></figure>"
                       f'<figure id="moving" style="break-inside: avoid"><img src="data:image/gif;base64,{gif}">'
@@ -338,7 +344,8 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
         open_page(driver, faulty)
         problems = print_problems(driver)
         assert driver.execute_script("return window.innerWidth") == SCREEN_WIDTH, "print emulation is undone"
-    assert problems[:2] == ["the verdict badge 'not testable at default' breaks across lines in print",
+    assert problems[:3] == ["the verdict badge 'not testable at default' breaks across lines in print",
+                            "the verdict badge 'by construction' spills out of its cell in print",
                             "figure 'tall' can be split from its caption in print"]
-    assert problems[2].startswith("figure 'tall' is taller than a printed page")
-    assert problems[3:] == ["figure 'moving' is animated and shows no still in print"]
+    assert problems[3].startswith("figure 'tall' is taller than a printed page")
+    assert problems[4:] == ["figure 'moving' is animated and shows no still in print"]

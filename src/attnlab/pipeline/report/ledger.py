@@ -23,9 +23,10 @@ VERDICT_CLASSES = ((statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails
                    (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"),
                    (statistics.BY_CONSTRUCTION, "construction"))
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
-LEDGER_WIDTHS = {"post": 9, "claim": 14, "check": 15, "measured": 15, "published": 10, "verdict": 13,
-                 "interval": 11, "seeds": 6, "note": 15}
-SUMMARY_WIDTHS = {"claim": 24, "measured": 21, "published": 13, "verdict": 13, "why": 20, "evidence": 9}
+# Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
+BADGE_WIDTH = "11em"  # "by construction" in bold, and the cell padding
+LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
+SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
 EVIDENCE = (("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
             ("orders of magnitude", "score_scale"), ("ablation", "score_scale"), ("row mass", "mass_auroc"),
@@ -104,16 +105,26 @@ def references_html() -> str:
 
 
 def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The ledger for the page: the post named, the verdict coloured with what would resolve an inconclusive one."""
-    shown = pd.DataFrame({"post": ledger.source.map(post_name)})
-    for column in ("claim", "check", "measured", "published"):
-        shown[column] = ledger[column]
-    shown["verdict"] = [badge(v) + (f'<span class="resolution">{html.escape(str(r))}</span>' if r else "")
-                        for v, r in zip(ledger.verdict, ledger.resolution)]
-    shown["interval"] = ledger.interval
-    shown["seeds"] = [str(int(n)) if pd.notna(n) and int(n) > 0 else MISSING for n in ledger.seeds]
-    shown["note"] = ledger.note
-    return shown.replace("", MISSING)
+    """The ledger for the page, six columns that fit the text column: the claim with its post, the check, the
+    measured and published values, the verdict with the interval and seeds it rests on (and what would resolve
+    an inconclusive one), the note."""
+    def verdict(row):
+        basis = "; ".join(p for p in (str(row.interval), _seeds(row.seeds)) if p)
+        parts = [badge(row.verdict)] + [f'<span class="resolution">{html.escape(p)}</span>'
+                                        for p in (basis, str(row.resolution)) if p]
+        return "".join(parts)
+
+    return pd.DataFrame({
+        "claim": [f'{html.escape(str(r.claim))}<span class="post">{post_name(r.source)}</span>'
+                  for r in ledger.itertuples()],
+        "check": ledger.check, "measured": ledger.measured, "published": ledger.published,
+        "verdict": [verdict(r) for r in ledger.itertuples()],
+        "note": ledger.note,
+    }).replace("", MISSING)
+
+
+def _seeds(n) -> str:
+    return "" if pd.isna(n) or int(n) <= 0 else f"{int(n)} seed{'s' if int(n) > 1 else ''}"
 
 
 def verdict_of(ledger: pd.DataFrame, words: str) -> str:

@@ -112,7 +112,8 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     """A table of display strings: numbered caption above, no index, text left and numbers right.
 
     groups: optional (label, span) spanning headers over consecutive columns ('' for none).
-    widths: percent of the column per table column, for a table of running text that must fill it.
+    widths: each column's width, for a table of running text that fills the text column: a number is a
+    percent of it, a text a CSS length ('9.5em', for a column of badges that must never wrap).
     left: columns kept left-aligned even when they look numeric. markup: columns of trusted HTML.
     css: extra classes ('small'). name: the table's id on the page is table-<name>.
     per_seed: the per-seed detail, shown folded under the table so the table itself fits the text column.
@@ -122,8 +123,8 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     classes = " ".join(["paper", css] + (["wide"] if widths else [])).strip()
     ident = f' id="{anchor("table", name)}"' if name else ""
     layout = ' style="table-layout:fixed"' if widths else ""
-    cols = ("<colgroup>" + "".join(f'<col style="width:{widths.get(c, 8)}%">' for c in columns) + "</colgroup>"
-            if widths else "")
+    cols = ("<colgroup>" + "".join(f'<col style="width:{_length(widths.get(c, 8))}">' for c in columns)
+            + "</colgroup>" if widths else "")
     head = ""
     if groups:
         head += "<tr>" + "".join(f'<th class="group" colspan="{span}">{html.escape(label)}</th>' if label
@@ -139,6 +140,10 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     if per_seed is not None and not per_seed.empty:
         table += details_html(per_seed, f"Per seed (Table {number})")
     return table
+
+
+def _length(width) -> str:
+    return width if isinstance(width, str) else f"{width}%"
 
 
 def details_html(frame: pd.DataFrame, summary: str) -> str:

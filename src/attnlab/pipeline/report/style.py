@@ -30,7 +30,8 @@ figure.paper p.made-by { font-size: 0.8em; color: #555; margin: 0.3em auto 0 aut
 .jp-RenderedHTMLCommon table.paper th.group { border-bottom: 1px solid #aaa; text-align: center; }
 .jp-RenderedHTMLCommon table.paper td { padding: 0.25em 0.6em; vertical-align: top; border: none;
   overflow-wrap: anywhere; }
-.jp-RenderedHTMLCommon table.paper td:first-child { overflow-wrap: normal; }
+.jp-RenderedHTMLCommon table.paper:not(.wide) td:first-child, .jp-RenderedHTMLCommon table.paper td a {
+  overflow-wrap: normal; }
 .jp-RenderedHTMLCommon table.paper tbody tr:nth-child(odd) { background: #f6f6f6; }
 .jp-RenderedHTMLCommon table.paper tbody tr:hover { background: #eef3fa; }
 .jp-RenderedHTMLCommon table.paper .text { text-align: left; }
@@ -47,7 +48,7 @@ span.verdict.partly { color: #7a4b00; background: #fbecd0; }
 span.verdict.fails { color: #ffffff; background: #b3261e; }
 span.verdict.untested { color: #444; background: #eee; }
 span.verdict.construction { color: #1c3d6e; background: #e3ecf8; }
-span.resolution { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
+span.resolution, span.post { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
 ol.references li { margin-bottom: 0.3em; }
 @media print {
   .jp-Notebook, body.jp-Notebook { max-width: none; }
