@@ -44,7 +44,6 @@ def test_numbers_are_written_one_way():
     assert formatting.difference(0.01234, 0.005, 0.0196) == "+0.0123 [+0.0050, +0.0196]"
     assert formatting.difference(0.01234, float("nan"), float("nan")) == f"+0.0123 ({statistics.ONE_SEED})"
     assert formatting.percent(0.0131) == "+1.3%" and formatting.percent(0.2, signed=False) == "20.0%"
-    assert formatting.ratio(6447.0, 20.49) == "315×" and formatting.ratio(1.0, 0.0) == formatting.MISSING
     assert formatting.lr_text(0.01, "auto") == "0.01 (auto)" and formatting.lr_text(3e-4) == "0.0003"
     assert formatting.mean_pm([1.49234], [0.0061]) == ["1.4923 ± 0.0061"]
     assert formatting.number(443508.0) == "443,508" and formatting.number(float("nan")) == formatting.MISSING

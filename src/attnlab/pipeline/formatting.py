@@ -1,10 +1,10 @@
-"""How every number is written for reading, once: losses, differences, intervals, percents, ratios, LRs.
+"""How every number is written for reading, once: losses, differences, intervals, percents, LRs.
 
 A loss is mean ± std at the precision its spread supports; a difference
 carries its sign; an interval is the statistics module's, or the reason there
-is none; a ratio of scores reads '5.67×'. A missing value is '—'. The writeup
-(attnlab.pipeline.report) writes every number through these functions, so a
-number reads the same in a table and in the sentence beside it.
+is none; a missing value is '—'. The writeup (attnlab.pipeline.report)
+writes every number through these functions, so a number reads the same in a
+table and in the sentence beside it (a ratio of scores: score_scale.times).
 """
 
 from __future__ import annotations
@@ -78,13 +78,6 @@ def percent(value, signed: bool = True, digits: int = 1) -> str:
     if not finite(value):
         return MISSING
     return f"{float(value):+.{digits}%}" if signed else f"{float(value):.{digits}%}"
-
-
-def ratio(value, reference) -> str:
-    """value / reference as '5.67×': the one way a ratio of scores is written."""
-    if not (finite(value) and finite(reference)) or float(reference) <= 0:
-        return MISSING
-    return f"{float(value) / float(reference):,.3g}×"
 
 
 def number(value, significant: int = 4) -> str:

@@ -16,8 +16,9 @@ from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.formatting import MISSING, difference, fixed, mean_pm, number, percent
 from attnlab.pipeline.report.contest import ordered
-from attnlab.pipeline.formatting import MISSING, difference, fixed, mean_pm, number, percent, ratio
+from attnlab.pipeline.score_scale import max_score_ratios, max_scores, seed_means, times
 
 SCALAR_INIT = math.log(2.0)  # softplus(0): where yat_b's b and ε start
 SCALAR_NAMES = {"eps": "ε"}
@@ -25,27 +26,21 @@ SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
 
 
-def seed_means(score: pd.DataFrame) -> pd.DataFrame:
-    """variant, seed and the score_scale table's mean over layers of max score (one value per seed)."""
-    return score.groupby(["variant", "seed"], sort=False)[SEED_MEAN_OVER_LAYERS].first().reset_index()
-
-
 # ---- score scale
 
 
 def score_display(score: pd.DataFrame, comparable: bool) -> pd.DataFrame:
     """Per variant: the seed means over layers of max score (range over seeds), the max score and its ratio
-    to the baseline's: the same numbers, under the same names, as score_scale.md and the score-scale figure."""
+    to the baseline's: the same numbers, under the same names, as score_scale.md and the score-scale figure
+    (both from attnlab.pipeline.score_scale)."""
     per_seed = seed_means(score)
-    base_max = score[score.variant == BASELINE].max_score.max()
+    top, ratios = max_scores(score), max_score_ratios(score)
     rows = []
     for variant, cells in score.groupby("variant", sort=False):
         mine = per_seed[per_seed.variant == variant][SEED_MEAN_OVER_LAYERS]
         row = {"variant": variant, "LR": format_lr(cells.lr.iloc[0]), "seeds": cells.seed.nunique(),
-               SEED_MEAN_LABEL: f"{number(mine.min())} – {number(mine.max())}",
-               "max score": number(cells.max_score.max()),
-               f"max score / {BASELINE}'s": "baseline" if variant == BASELINE else ratio(cells.max_score.max(),
-                                                                                          base_max)}
+               SEED_MEAN_LABEL: f"{number(mine.min())} – {number(mine.max())}", "max score": number(top[variant]),
+               f"max score / {BASELINE}'s": "baseline" if variant == BASELINE else times(ratios[variant])}
         if comparable:
             pub = published().get("score_scale", {}).get(variant, {})
             row["published max score"] = number(pub["max"]) if "max" in pub else MISSING
@@ -54,13 +49,13 @@ def score_display(score: pd.DataFrame, comparable: bool) -> pd.DataFrame:
 
 
 def score_results(score: pd.DataFrame, contest: pd.DataFrame) -> str:
-    top = score.groupby("variant", sort=False).max_score.max()
+    top, ratios = max_scores(score), max_score_ratios(score)
     order = ordered(top.index, contest)
     text = "Max score (the largest over layers, seeds and held-out batches): " + ", ".join(
         f"{v} {number(top[v])}" for v in order) + "."
-    if BASELINE in top and top[BASELINE] > 0:
+    if BASELINE in top and ratios.notna().any():
         text += f" Against {BASELINE}'s max score: " + ", ".join(
-            f"{v} {ratio(top[v], top[BASELINE])}" for v in order if v != BASELINE) + "."
+            f"{v} {times(ratios[v])}" for v in order if v != BASELINE) + "."
     return text
 
 
