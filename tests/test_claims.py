@@ -10,7 +10,6 @@ on an interval over seeds (or says why it has none).
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 
 import numpy as np
@@ -18,11 +17,12 @@ import pandas as pd
 import pytest
 
 from attnlab.core.telemetry_stats import mass_auroc
-from attnlab.pipeline import claims, tables
+from attnlab.pipeline import claims, contract
+from attnlab.pipeline.tables import contest as contest_tables
+from attnlab.pipeline.tables import telemetry
 from attnlab.pipeline.grid import grid
 from attnlab.pipeline.statistics import BY_CONSTRUCTION, CONTRADICTED, HOLDS, INCONCLUSIVE, ONE_SEED
 
-REPO = Path(__file__).resolve().parents[1]
 PUB = claims.published()
 
 
@@ -44,7 +44,7 @@ def a3_table(diffs, gates=None, bias_std=None, softmax=0.6):
         "softmax_entropy": [softmax] * n,
         "entropy_diff": list(diffs),
         "a3_gate_mean": gates if gates is not None else [0.9] * n,
-        "a3_gate_init": [tables.A3_GATE_INIT] * n,
+        "a3_gate_init": [contract.A3_GATE_INIT] * n,
         "a3_bias_std": bias_std if bias_std is not None else [0.2] * n,
         "a3_lr": [3e-3] * n,
         "softmax_lr": [3e-4] * n,
@@ -79,7 +79,7 @@ def score_frame(per_variant):
             for layer, top in enumerate(layers):
                 rows.append({"variant": variant, "lr": 3e-3, "seed": seed, "layer": layer,
                              "mean_max_score": top / 2, "max_score": top,
-                             tables.SEED_MEAN_OVER_LAYERS: float(np.mean(layers))})
+                             contract.SEED_MEAN_OVER_LAYERS: float(np.mean(layers))})
     return pd.DataFrame(rows)
 
 
@@ -92,7 +92,7 @@ def contest_frames(losses, lrs=None, protocol="paper"):
     runs = pd.DataFrame(rows)
     spec = {"variants": list(losses), "contest_lr": {v: lrs.get(v, 3e-3) for v in losses},
             "contest_seeds": sorted(set(runs.seed)), "sweep_lrs": [], "sweep_seed": 0}
-    return {"runs": runs, "contest": tables.contest_table(runs, spec)}
+    return {"runs": runs, "contest": contest_tables.contest_table(runs, spec)}
 
 
 def run_check(check, protocol="paper", **frames):
@@ -118,7 +118,7 @@ def test_protocol_comes_from_runs_config_name():
 
 
 def test_ledger_on_empty_tables_is_not_testable_with_stable_columns():
-    empty = {name: pd.DataFrame() for name in claims.TABLE_NAMES}
+    empty = {name: pd.DataFrame() for name in contract.COLLECTED}
     empty["runs"] = runs_frame([("softmax", 3e-3, 0, 1.0)], "smoke")
     ledger = claims.ledger(empty)
     assert list(ledger.columns) == ["source", "claim", "check", "measured", "published", "verdict", "interval",
@@ -128,11 +128,18 @@ def test_ledger_on_empty_tables_is_not_testable_with_stable_columns():
     assert (ledger.protocol == "smoke").all()
 
 
-def test_ledger_reads_every_table_the_workflow_declares():
-    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    declared = set(re.findall(r'"([a-z0-9_]+)"', re.search(r"TABLE_NAMES = \[(.*?)\]", text, re.S).group(1)))
-    assert set(claims.TABLE_NAMES) - {"runs"} <= declared
-    assert "a3_vs_softmax_entropy" in declared
+def test_every_ledger_source_is_cited_in_published_yaml():
+    assert list(PUB["sources"]) == list(claims.SOURCES)
+    assert {c(dict.fromkeys(["runs"], runs_frame([("softmax", 3e-3, 0, 1.0)])), PUB, "x").source
+            for c in claims.CHECKS} == set(claims.SOURCES)
+
+
+def test_the_ledger_reads_every_table_the_collect_step_writes(tmp_path):
+    for name in contract.COLLECTED:
+        pd.DataFrame(columns=contract.columns(name)).to_csv(tmp_path / f"{name}.csv", index=False)
+    assert set(claims.load_tables(tmp_path)) == set(contract.COLLECTED)
+    pd.DataFrame(columns=contract.columns("composability")).to_csv(tmp_path / "composability.csv", index=False)
+    assert "composability" in claims.load_tables(tmp_path), "a build that ran the composability grid"
 
 
 # ---- the b = 0 ablation: yat vs yat_b at the same LR only
@@ -262,14 +269,14 @@ def test_a3_vs_softmax_table_per_layer():
                _bundle("a3", 1, 1e-2, [0.9, 0.2], gate=[[1.0, 0.9], [0.5, 0.5]], bias_std=[[0.2, 0.2], [0.3, 0.1]])],
         "softmax": [_bundle("softmax", 0, 3e-3, [0.6, 0.5]), _bundle("softmax", 1, 3e-3, [0.6, 0.5])],
     }
-    table = tables.a3_vs_softmax_table(contest)
-    assert list(table.columns) == tables.A3_VS_SOFTMAX_COLUMNS
+    table = telemetry.a3_vs_softmax_table(contest)
+    assert list(table.columns) == contract.columns("a3_vs_softmax_entropy")
     assert table.a3_entropy.tolist() == pytest.approx([0.8, 0.3])
     assert table.entropy_diff.tolist() == pytest.approx([0.2, -0.2])
     assert table.a3_gate_mean.tolist() == pytest.approx([0.9, 0.45])
     assert table.a3_bias_std.tolist() == pytest.approx([0.25, 0.15])
     assert table.a3_gate_init.iloc[0] == pytest.approx(1 / (1 + math.exp(-3)))
-    assert tables.a3_vs_softmax_table({"a3": contest["a3"]}).empty
+    assert telemetry.a3_vs_softmax_table({"a3": contest["a3"]}).empty
 
 
 # ---- kernel rows more diffuse: yat_b (the posts' maps) against softmax
@@ -328,19 +335,19 @@ def test_score_scale_seed_mean_is_the_mean_over_layers_of_each_seed(monkeypatch)
     grid_spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3},
                  "contest_seeds": [0, 1]}
     arrays = {"mass": np.array([[1.0, 2.0, 3.0, 10.0]]), "correct": np.array([[True, False, False, True]])}
-    monkeypatch.setattr(tables, "read_arrays", lambda folder, name: arrays)
-    out = tables.telemetry_tables(runs, grid_spec, {b["path"]: b for b in bundles})
-    score = out["score_scale"][0]
-    per_seed = score.groupby(["variant", "seed"])[tables.SEED_MEAN_OVER_LAYERS].unique()
+    monkeypatch.setattr(telemetry, "read_arrays", lambda folder, name: arrays)
+    out = telemetry.telemetry_tables(runs, grid_spec, {b["path"]: b for b in bundles})
+    score = out["score_scale"]
+    per_seed = score.groupby(["variant", "seed"])[contract.SEED_MEAN_OVER_LAYERS].unique()
     assert per_seed.map(list).tolist() == [[4.0], [2.0], [30.0]]
-    auroc = out["mass_auroc"][0]
+    auroc = out["mass_auroc"]
     assert auroc.mass_correct_mean.tolist() == [5.5] and auroc.mass_wrong_mean.tolist() == [2.5]
 
 
 def test_mass_by_correctness(monkeypatch):
     arrays = {"mass": np.array([[[1.0, 4.0], [2.0, 8.0]]]), "correct": np.array([[[True, False], [True, False]]])}
-    monkeypatch.setattr(tables, "read_arrays", lambda folder, name: arrays)
-    assert tables.mass_by_correctness(Path("x")) == (1.5, 6.0)
+    monkeypatch.setattr(telemetry, "read_arrays", lambda folder, name: arrays)
+    assert telemetry.mass_by_correctness(Path("x")) == (1.5, 6.0)
 
 
 # ---- the mass channel

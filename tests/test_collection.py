@@ -24,6 +24,7 @@ from attnlab.core import fingerprint
 from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sha256_file
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.pipeline.bundle_reader import read_bundle, read_curve, verified_file
+from attnlab.pipeline.grid import grid
 from attnlab.pipeline.tables import check_bundles, check_expected, collect, load_runs
 from attnlab.pipeline.tables import main as tables_main
 from conftest import REPO
@@ -52,8 +53,9 @@ def the_slice(**train) -> dict:
     return json.loads(json.dumps(cell_slice(validate_config(tiny(**train)))))
 
 
-GRID = {"variants": ["softmax"], "contest_lr": {"softmax": 3e-3}, "contest_seeds": [0], "sweep_lrs": [3e-3],
-        "sweep_seed": 0, "protocol": "tiny"}
+def the_grid() -> dict:
+    """What the Snakefile hands the collect step for the tiny config (attnlab.pipeline.grid)."""
+    return grid(validate_config(tiny()))
 
 
 def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", lr=3e-3, seed=0) -> Path:
@@ -94,7 +96,7 @@ def bundles_of(*folders) -> list[dict]:
 def test_a_bundle_trained_as_the_grid_expects_is_collected(tmp_path):
     root = tmp_path / "runs"
     folder = make_bundle(root, the_slice())
-    tables = collect([folder], GRID, tmp_path / "tables", expectation(root))
+    tables = collect([folder], the_grid(), tmp_path / "tables", expectation(root))
     assert list(tables["contest"].variant) == ["softmax"]
     assert (tmp_path / "tables" / "contest.csv").is_file()
 
@@ -103,7 +105,7 @@ def test_a_bundle_from_another_config_is_refused_naming_the_key(tmp_path):
     root = tmp_path / "runs"
     folder = make_bundle(root, the_slice(steps=40))  # trained by hand with a 40-step copy of the config
     with pytest.raises(BundleError) as err:
-        collect([folder], GRID, tmp_path / "tables", expectation(root))
+        collect([folder], the_grid(), tmp_path / "tables", expectation(root))
     message = str(err.value)
     assert "train.steps 40 in the bundle, 20 expected" in message
     assert str(folder) in message and "softmax lr=0.003 seed=0" in message
@@ -117,7 +119,7 @@ def test_a_bundle_from_other_code_is_refused_naming_both_fingerprints(tmp_path):
     folder = make_bundle(root, the_slice(), code="0ldc0de0ldc0de00")
     with pytest.raises(BundleError, match="code fingerprint 0ldc0de0ldc0de00 in the bundle, c0de0000c0de0000 "
                                           "expected"):
-        collect([folder], GRID, tmp_path / "tables", expectation(root))
+        collect([folder], the_grid(), tmp_path / "tables", expectation(root))
     assert not (tmp_path / "tables").exists()
 
 
@@ -207,7 +209,7 @@ def test_the_cli_refuses_a_stale_bundle_in_one_line(tmp_path):
     expect = tmp_path / "expected.json"
     expect.write_text(json.dumps(expectation(root)))
     before = sha256_file(folder / BUNDLE_FILE)
-    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(GRID), "--expect", expect,
+    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(the_grid()), "--expect", expect,
                   "--out", tmp_path / "tables", folder], tmp_path)
     refused(result, "train.steps 40 in the bundle, 20 expected", str(folder), "--forcerun train_cell")
     assert len(result.stderr.strip().splitlines()) == 1
@@ -234,7 +236,7 @@ def test_a_broken_expectation_file_is_refused(tmp_path, capsys, content, named):
     expect = tmp_path / "expected.json"
     expect.write_text(content)
     assert tables_main(["check", "--expect", str(expect), str(folder)]) == 2
-    assert tables_main(["collect", "--grid", json.dumps(GRID), "--expect", str(expect), "--out",
+    assert tables_main(["collect", "--grid", json.dumps(the_grid()), "--expect", str(expect), "--out",
                         str(tmp_path / "tables"), str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count(named) == 2 and "run snakemake again" in err

@@ -46,7 +46,7 @@ def test_blockwise_disagreement_fails_the_verdict():
     runs = synthetic_runs(overrides={("a3", 2, "blockwise", "best_val_loss"): 1.9})
     table, verdict = composability(runs)
     assert not table[(table.variant == "a3") & (table.kv_heads == 2)].agree.iloc[0]
-    assert verdict.startswith("fails: a3") and "kv_heads 2" in verdict
+    assert verdict.startswith("contradicted: a3") and "kv_heads 2" in verdict
     # another variant's failure does not fail A3's row, but is named
     runs = synthetic_runs(overrides={("yat", 1, "blockwise", "best_val_loss"): 1.9})
     verdict = composability(runs)[1]
@@ -57,18 +57,18 @@ def test_a_run_that_does_not_learn_fails_the_verdict():
     runs = synthetic_runs(overrides={("a3", 1, "dense", "first_val_loss"): 1.0})
     table, verdict = composability(runs)
     assert not table[(table.variant == "a3") & (table.kv_heads == 1)].loss_fell.iloc[0]
-    assert verdict.startswith("fails") and "did not fall" in verdict
+    assert verdict.startswith("contradicted") and "did not fall" in verdict
 
 
 def test_missing_runs_are_not_tested():
     runs = synthetic_runs()
-    assert composability(runs[runs.variant != "a3"])[1].startswith("not tested: no composability runs of a3")
+    assert composability(runs[runs.variant != "a3"])[1].startswith("not testable: no composability runs of a3")
     only_full = runs[runs.kv_heads == 4]
-    assert composability(only_full)[1].startswith("not tested")
+    assert composability(only_full)[1].startswith("not testable")
     no_blockwise = runs[~((runs.variant == "a3") & (runs.attention_impl == "blockwise") & (runs.kv_heads == 1))]
     table, verdict = composability(no_blockwise)
     assert np.isnan(table[(table.variant == "a3") & (table.kv_heads == 1)].abs_diff.iloc[0])
-    assert verdict.startswith("not tested") and "[1]" in verdict
+    assert verdict.startswith("not testable") and "[1]" in verdict
 
 
 def test_null_kv_heads_read_as_heads_and_bad_frames_refused():
@@ -87,7 +87,7 @@ def test_null_kv_heads_read_as_heads_and_bad_frames_refused():
 def test_tolerance_is_a_parameter():
     table = composability_table(synthetic_runs(drift=0.02))
     assert not table.agree.any()
-    assert composability_verdict(table).startswith("fails")
+    assert composability_verdict(table).startswith("contradicted")
     assert composability(synthetic_runs(drift=0.02), drift=0.05)[1].startswith("holds")
 
 
@@ -96,7 +96,7 @@ def test_a_different_function_at_step_0_fails_even_when_training_ends_alike():
     table, verdict = composability(runs)
     row = table[(table.variant == "a3") & (table.kv_heads == 4)].iloc[0]
     np.testing.assert_allclose(row.step0_diff, 0.05, rtol=1e-6)
-    assert not row.agree and verdict.startswith("fails: a3") and "at step 0" in verdict
+    assert not row.agree and verdict.startswith("contradicted: a3") and "at step 0" in verdict
 
 
 def test_module_never_imports_jax():

@@ -27,6 +27,7 @@ from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir
 from attnlab.core.config import cell_slice, load_config, parse_yaml, schema, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.pipeline.grid import grid
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 from processes import attnlab, refused, run, snakemake, start, trainer_args, wait_for
@@ -268,11 +269,12 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
     assert sorted(p.name for p in ws.iterdir() if p.name != "checkpoints") == ["out", "train.log"]
 
 
-def _grid(**changes) -> dict:
-    grid = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0, 1],
-            "sweep_lrs": [3e-3], "sweep_seed": 0}
-    grid.update(changes)
-    return grid
+def _grid(variants=("softmax", "yat"), contest_lr=None, sweep_lrs=(3e-3,)) -> dict:
+    """The grid the Snakefile hands the collect step (attnlab.pipeline.grid) for the smoke config cut down."""
+    cfg = load_config(REPO / "config" / "smoke.yaml")
+    cfg.update(variants=list(variants), sweep={"lrs": list(sweep_lrs), "seed": 0},
+               contest={"lr": contest_lr or {v: 3e-3 for v in variants}, "seeds": [0, 1]})
+    return grid(cfg)
 
 
 @pytest.mark.parametrize("folder,named", [

@@ -97,9 +97,9 @@ BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
 @pytest.mark.slow
 @pytest.mark.parametrize("module,expected_rule", [
     ("pipeline/bundle_reader.py", "collect_tables"),
-    ("pipeline/tables.py", "collect_tables"),
+    ("pipeline/tables/contest.py", "collect_tables"),
     ("pipeline/figures/lr_sweep.py", "figure_lr_sweep"),
-    ("pipeline/claims.py", "writeup"),
+    ("pipeline/claims/kernel_post.py", "writeup"),
     ("core/config.py", None),
 ])
 def test_a_pipeline_side_edit_retrains_nothing(built, corpus_path, module, expected_rule):

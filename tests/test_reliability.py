@@ -281,7 +281,7 @@ def two_bundles(tmp_path_factory, corpus_path):
 
 
 GRID = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0],
-        "sweep_lrs": [3e-3], "sweep_seed": 0}
+        "sweep_lrs": [3e-3], "sweep_seed": 0, "sweep_seeds": [0], "cells": [["softmax", 3e-3, 0], ["yat", 3e-3, 0]]}
 
 
 def copy_bundles(src: Path, dest: Path) -> Path:

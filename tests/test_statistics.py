@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 from scipy import stats
 
+from attnlab.core.bundle_format import format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import claims, statistics, tables
+from attnlab.pipeline import claims, contract, statistics, tables
 from attnlab.pipeline.grid import grid
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 
@@ -192,7 +193,7 @@ def test_every_verdict_of_a_ledger_is_one_of_the_five_words_and_every_row_keeps_
     t = contest_tables([0.012, 0.013, 0.011], protocol="smoke")
     ledger = claims.ledger(t)
     assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
-    assert (ledger.protocol == "smoke").all() and ledger.source.isin(list(claims.POSTS)).all()
+    assert (ledger.protocol == "smoke").all() and ledger.source.isin(claims.SOURCES).all()
     assert (ledger.interval.str.len() > 0).all(), "every row states its interval or why it has none"
 
 
@@ -220,7 +221,7 @@ def recompute_contest_columns(runs: pd.DataFrame, contest: pd.DataFrame) -> pd.D
     def cells(variant):
         row = contest[contest.variant == variant].iloc[0]
         seeds = [int(s) for s in str(row.seeds).split()]
-        own = runs[(runs.variant == variant) & np.isclose(runs.lr, float(row.lr)) & runs.seed.isin(seeds)]
+        own = runs[(runs.variant == variant) & (runs.lr.map(format_lr) == format_lr(row.lr)) & runs.seed.isin(seeds)]
         return own.set_index("seed").best_val_loss
 
     soft = cells("softmax")
@@ -255,6 +256,35 @@ def test_the_contest_pairs_only_the_seeds_softmax_also_has():
     contest = tables.contest_table(runs, spec).set_index("variant")
     assert contest.loc["yat", "n_seeds"] == 3 and contest.loc["yat", "n_paired"] == 2
     assert contest.loc["yat", "wins"].endswith("/2")
+
+
+NEAR = 0.0010000001  # format_lr's own example: a different float from 1e-3, so a different LR and folder
+
+
+def test_an_lr_is_its_exact_text_in_the_contest_and_the_sweep(tmp_path):
+    rows = [{"variant": v, "lr": lr, "seed": s, "best_val_loss": loss + 0.01 * s, "final_val_loss": 9.0,
+             "diverged": False, "diverged_step": None, "n_params": 1, "config.name": "t"}
+            for v, by_lr in {"softmax": {1e-3: 1.5, NEAR: 3.0}, "yat": {1e-3: 2.0, NEAR: 1.6}}.items()
+            for lr, loss in by_lr.items() for s in (0, 1, 2)]
+    runs = pd.DataFrame(rows)
+    spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 1e-3, "yat": NEAR}, "contest_seeds": [0, 1, 2],
+            "sweep_lrs": [1e-3], "sweep_seed": 0, "sweep_seeds": [0, 1, 2]}
+    contest = tables.contest_table(runs, spec).set_index("variant")
+    assert contest.loc["softmax", "lr"] == "0.001" and contest.loc["yat", "lr"] == "0.0010000001"
+    assert contest.loc["softmax", "n_seeds"] == 3 and contest.loc["softmax", "best_val_mean"] == pytest.approx(1.51)
+    assert contest.loc["yat", "best_val_mean"] == pytest.approx(1.61), "yat's contest mixed in its 1e-3 cells"
+    sweep = tables.sweep_table(runs, spec)
+    assert len(sweep) == 6 and set(sweep.lr.map(format_lr)) == {"0.001"}, "the sweep took in the other LR"
+    assert tables.best_sweep_lr(runs[runs.variant == "yat"])["candidates"] == {"0.001": pytest.approx(2.01),
+                                                                                "0.0010000001": pytest.approx(1.61)}
+    # through the CSVs the ledger reads, each LR keeps its cells
+    for name in contract.COLLECTED:
+        pd.DataFrame(columns=contract.columns(name)).to_csv(tmp_path / f"{name}.csv", index=False)
+    runs.to_csv(tmp_path / "runs.csv", index=False)
+    tables.write_table(contest.reset_index(), tmp_path / "contest")
+    read = claims.load_tables(tmp_path)
+    assert claims.contest_losses(read, "yat") == pytest.approx({0: 1.6, 1: 1.61, 2: 1.62})
+    assert claims.contest_losses(read, "softmax") == pytest.approx({0: 1.5, 1: 1.51, 2: 1.52})
 
 
 @pytest.mark.slow

@@ -34,12 +34,13 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-HOLDS, FAILS, UNTESTED = "holds", "fails", "not tested"
+from attnlab.pipeline.contract import COMPOSABILITY_CHECKS
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, NOT_TESTABLE
+
 STEP0_NATS = 1e-4  # |dense - blockwise| validation loss at step 0 (same parameters): float32 rounding
 DRIFT_RELATIVE = 0.01  # |dense - blockwise| best validation loss, relative to the dense one
 REQUIRED = ("variant", "kv_heads", "attention_impl", "seed", "best_val_loss", "first_val_loss")
-COLUMNS = ["variant", "kv_heads", "seeds", "dense_loss", "blockwise_loss", "step0_diff", "abs_diff", "rel_diff",
-           "agree", "loss_fell", "loss_drop", "vs_full_kv", "cost_vs_softmax"]
+COLUMNS = list(COMPOSABILITY_CHECKS)  # the table contract's composability columns, before the speeds
 
 
 def composability_table(runs: pd.DataFrame, heads: int | None = None, drift: float = DRIFT_RELATIVE,
@@ -104,20 +105,21 @@ def composability_table(runs: pd.DataFrame, heads: int | None = None, drift: flo
 
 def composability_verdict(table: pd.DataFrame, variant: str = "a3", drift: float = DRIFT_RELATIVE,
                           step0: float = STEP0_NATS) -> str:
-    """The ledger's verdict for one variant ("holds: ...", "fails: ..." or "not tested: ..."), other variants named.
+    """The ledger's verdict for one variant ("holds: ...", "contradicted: ..." or "not testable: ...", the
+    ledger's words), other variants named.
 
     holds: at every kv_heads tested (full, grouped and 1 among them) the
     blockwise and dense runs agree (table column agree) and every run's loss fell.
     """
     own = table[table.variant == variant]
     if own.empty:
-        return f"{UNTESTED}: no composability runs of {variant}"
+        return f"{NOT_TESTABLE}: no composability runs of {variant}"
     kvs = sorted(own.kv_heads, reverse=True)
     if len(kvs) < 2 or min(kvs) != 1:
-        return f"{UNTESTED}: {variant} ran at kv_heads {kvs} only; needs full, grouped and 1"
+        return f"{NOT_TESTABLE}: {variant} ran at kv_heads {kvs} only; needs full, grouped and 1"
     if own.abs_diff.isna().any():
         lacking = own[own.abs_diff.isna()].kv_heads.tolist()
-        return f"{UNTESTED}: {variant} lacks a dense/blockwise pair of one seed at kv_heads {lacking}"
+        return f"{NOT_TESTABLE}: {variant} lacks a dense/blockwise pair of one seed at kv_heads {lacking}"
     problems = []
     for r in own.itertuples():
         if r.step0_diff > step0:
@@ -134,7 +136,7 @@ def composability_verdict(table: pd.DataFrame, variant: str = "a3", drift: float
                f" ({', '.join(others)})" if others else "")
     kv_text = ", ".join(str(k) for k in kvs)
     if problems:
-        return f"{FAILS}: {variant}: " + "; ".join(problems) + context
+        return f"{CONTRADICTED}: {variant}: " + "; ".join(problems) + context
     mqa = own[own.kv_heads == 1].iloc[0]
     return (f"{HOLDS}: {variant} at kv_heads {kv_text}: blockwise = dense at step 0 within "
             f"{own.step0_diff.max():.1g} nats and at the best loss within {own.abs_diff.max():.2g} nats "

@@ -3,14 +3,19 @@
 The collect step, the ledger, the composability rule, the report, the figures
 and the Snakemake rules read table names, columns, the baseline variant, the
 telemetry thresholds and A³'s initial gate from here, and nowhere else
-(tests/test_contract.py fails on a second definition). Pure data: no JAX, no
-pandas, so a Snakefile can import it while it plans.
+(tests/test_contract.py fails on a second definition). Pure data and two helpers: no
+JAX, no pandas, so a Snakefile can import it while it plans.
+
+An LR's identity is its exact text (attnlab.core.bundle_format.format_lr, the
+text that names its folder): tables and claims match rows by LR with `at_lr`,
+never with a tolerance, so 0.0010000001 and 0.001 stay two LRs.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from attnlab.core.bundle_format import format_lr
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
 
@@ -30,7 +35,7 @@ DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same tabl
 @dataclass(frozen=True)
 class Table:
     name: str  # results/tables/<name>.<format>
-    step: str  # what writes it: "collect" (attnlab.pipeline.tables), "ledger" (claims), "composability"
+    step: str  # what writes it: "collect" (attnlab.pipeline.tables), "ledger" (claims), "composability", "study"
     row: str  # what one row is
     columns: tuple[str, ...]  # the CSV's columns, in order
     formats: tuple[str, ...] = DISPLAYED
@@ -96,6 +101,17 @@ _TABLES = (
     Table("ledger", "ledger", "one claim",
           ("source", "claim", "check", "measured", "published", "verdict", "interval", "seeds", "seeds_to_resolve",
            "resolution", "protocol", "note")),
+    # One study of the config's `studies:` (attnlab.pipeline.tables.study), written as study_<name>: per point
+    # of its axes (the study's axis columns follow `study`), variant and LR, the best validation loss over the
+    # seeds, paired with the baseline at the same point (delta_vs_softmax ...) and with the same variant at the
+    # study's first point (delta_vs_first, its interval, first_wins); interval_note says why one has none.
+    Table("study", "study", "one point of a study's axes, variant and LR",
+          ("study", "variant", "lr", "n_seeds", "seeds", "best_val_mean", "best_val_std", "n_diverged", "n_params",
+           "delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins", "n_paired", "delta_vs_first",
+           "first_ci_low", "first_ci_high", "first_wins", "interval_note"), open=True),
+    # Every cell of one study (study_<name>_runs): its study, its axis values, then the columns of runs.
+    Table("study_runs", "study", "one cell of a study", ("study", "variant", "lr", "seed", "best_val_loss",
+                                                         "path"), formats=("csv",), open=True),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",
           COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),
@@ -112,3 +128,8 @@ def columns(name: str) -> list[str]:
 def files(name: str) -> list[str]:
     """The file names of a table: '<name>.csv' and, for a displayed table, its .md and .tex."""
     return [f"{name}.{ext}" for ext in TABLES[name].formats]
+
+
+def at_lr(frame, lr):
+    """Which rows of a table (a pandas frame with an `lr` column) are at this LR, by its exact text."""
+    return frame.lr.map(format_lr) == format_lr(lr)

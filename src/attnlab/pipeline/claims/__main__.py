@@ -1,0 +1,5 @@
+import sys
+
+from attnlab.pipeline.claims.ledger import main
+
+sys.exit(main())

@@ -1,0 +1,166 @@
+"""The A³ post's claims: valid distributions, the start at softmax, softer early and sharper deep layers, a
+small parameter overhead, composition with MQA/GQA and blockwise attention. Read from the a3_init,
+a3_vs_softmax_entropy, a3_gates, params and composability tables."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims.common import A3_POST, Claim, constructed, judged, posts_lr, table_of, untestable
+from attnlab.pipeline.contract import A3_GATE_INIT
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, describe, every, one_sided
+
+ROW_SUM_TOLERANCE = 5e-3  # float16 storage of the maps
+EXACT_TOLERANCE = 1e-3  # max |A3 - softmax| that would count as starting at softmax
+OVERHEAD_SMALL = 0.01  # share of softmax's parameters
+MIN_DEPTH_LAYERS = 4  # early and deep layers, at least two of each
+
+
+def a3_valid_distributions(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "A3's outputs are always valid distributions",
+                  f"worst |row sum − 1| over every stored A3 attention map (float16 storage); below "
+                  f"{ROW_SUM_TOLERANCE:g} keeps to the construction", "–", "Proposition 1", "")
+    init = table_of(t, "a3_init")
+    if init.empty:
+        return untestable(claim, protocol, "this build has no A3 and softmax contest cells of one seed")
+    worst = float(init.max_row_sum_error.max())
+    claim.measured = f"{worst:.2g} over {len(init)} seeds"
+    if worst >= ROW_SUM_TOLERANCE:
+        claim.note = "the stored maps do not sum to one: the code breaks the construction"
+    return constructed(claim, len(init), "a softmax row sums to one whatever its logits (Proposition 1)",
+                       worst < ROW_SUM_TOLERANCE)
+
+
+def a3_starts_at_softmax(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "with b_g = 3, W_g = 0, U = 0, A3 starts exactly at softmax",
+                  "step-0 first-layer maps, per seed: max |A3 − softmax| vs max |A3 − softmax at temperature "
+                  f"1/σ(3)|; starting at softmax means below {EXACT_TOLERANCE:g}", "–", "exact (post)", "")
+    init = table_of(t, "a3_init")
+    if init.empty:
+        return untestable(claim, protocol, "this build has no A3 and softmax contest cells of one seed")
+    plain, tempered = float(init.max_diff_vs_softmax.max()), float(init.max_diff_vs_tempered_softmax.max())
+    claim.measured = f"{plain:.3g} vs {tempered:.2g} (worst over {len(init)} seeds)"
+    if plain < EXACT_TOLERANCE:
+        return constructed(claim, len(init), "the step-0 maps are the same function at every seed", True)
+    if tempered < plain / 10:
+        claim.measured += f": it starts at softmax(σ(3)·S), temperature {1 / A3_GATE_INIT:.3f}"
+        claim.note = f"by construction at any protocol: the gate starts at σ(3) ≈ {A3_GATE_INIT:.4f}, not 1"
+        return constructed(claim, len(init), "the gate starts at σ(3) at every seed", False)
+    claim.note = "A3 at step 0 matches neither softmax nor softmax at temperature 1/σ(3)"
+    return constructed(claim, len(init), "the step-0 maps follow from the initialisation", False)
+
+
+def early_and_deep(n_layers: int) -> tuple[list[int], list[int]]:
+    """The first and the second half of the layers (the middle layer of an odd depth is in neither)."""
+    half = n_layers // 2
+    return list(range(half)), list(range(n_layers - half, n_layers))
+
+
+def _layer_entropy(gates: pd.DataFrame, variant: str, layers: list[int]) -> dict[int, float]:
+    """seed -> mean normalised entropy over the given layers (heads averaged) of a variant's contest cell."""
+    if gates.empty or "variant" not in gates:
+        return {}
+    cells = gates[(gates.variant == variant) & gates.layer.isin(layers)]
+    return {int(s): float(v) for s, v in cells.groupby("seed").entropy.mean().items()}
+
+
+def a3_early_layers_softer(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "A3's early layers learn softer distributions; deeper heads sharpen",
+                  "A3 − softmax mean normalised row entropy, paired by contest seed, over the first and over the "
+                  "second half of the layers: above 0 (softer) early and below 0 (sharper) deep", "–",
+                  "qualitative", "")
+    table = table_of(t, "a3_vs_softmax_entropy")
+    if table.empty:
+        return untestable(claim, protocol, "this build has no A3 and softmax contest cells")
+    table = table.sort_values("layer").reset_index(drop=True)
+    diff = table.entropy_diff.to_numpy(dtype=float)
+    claim.note = _a3_sharpening_note(table, diff)
+    claim.measured = "Δ per layer (seed means) " + ", ".join(f"L{int(r.layer)} {r.entropy_diff:+.3f}"
+                                                             for r in table.itertuples())
+    if len(table) < MIN_DEPTH_LAYERS:
+        return untestable(claim, protocol, f"the model has {len(table)} layers; telling early from deep layers "
+                                           f"takes at least {MIN_DEPTH_LAYERS}")
+    early, deep = early_and_deep(len(table))
+    gates = table_of(t, "a3_gates")
+    softer = statistics.paired(_layer_entropy(gates, "a3", early), _layer_entropy(gates, "softmax", early))
+    sharper = statistics.paired(_layer_entropy(gates, "a3", deep), _layer_entropy(gates, "softmax", deep))
+    if not softer.n:
+        return untestable(claim, protocol, "the a3_gates table has no per-seed entropy of A3 and softmax")
+    fmt = lambda x: f"{x:+.3f}"  # noqa: E731
+    claim.measured += (f"; early layers {describe(softer, fmt, wins=False)}; deep layers "
+                       f"{describe(sharper, fmt, wins=False)}")
+    verdict = every(one_sided(softer, 0.0, above=True), one_sided(sharper, 0.0, above=False))
+    return judged(claim, verdict, {"early": softer, "deep": sharper}, fmt)
+
+
+def _a3_sharpening_note(table: pd.DataFrame, diff: np.ndarray) -> str:
+    """What does A3's sharpening: the gate G (vs its init) or the bias B's spread over keys."""
+    parts = []
+    if {"a3_lr", "softmax_lr"} <= set(table.columns):
+        parts.append(f"A3 at {posts_lr(table.a3_lr.iloc[0])}, softmax at {posts_lr(table.softmax_lr.iloc[0])}")
+    if "a3_gate_mean" in table and table.a3_gate_mean.notna().any():
+        init = float(table.a3_gate_init.iloc[0]) if "a3_gate_init" in table else A3_GATE_INIT
+        parts.append(f"gate G per layer {', '.join(f'{g:.2f}' for g in table.a3_gate_mean)} (init {init:.3f}; "
+                     "below init cools the logits)")
+        if "a3_bias_std" in table:
+            parts.append(f"bias B std over keys {', '.join(f'{b:.2f}' for b in table.a3_bias_std)} "
+                         "(a wider spread sharpens)")
+        sharper = [i for i, d in enumerate(diff) if d < 0]
+        by_gate = [int(table.layer[i]) for i in sharper if table.a3_gate_mean[i] > init]
+        not_gate = [int(table.layer[i]) for i in sharper if table.a3_gate_mean[i] <= init]
+        if by_gate:
+            parts.append(f"where A3 is sharper, G above init sharpens (layers {', '.join(map(str, by_gate))})")
+        if not_gate:
+            parts.append(f"where A3 is sharper with G at or below init (layers {', '.join(map(str, not_gate))}), "
+                         "the sharpening is B's or the trained q·k scale's, not the gate's")
+    return "; ".join(parts)
+
+
+def a3_overhead_small(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "A3's parameter overhead is small",
+                  f"(A3 parameters − softmax parameters) / softmax parameters, below {OVERHEAD_SMALL:.0%}", "–",
+                  "small", "")
+    params = table_of(t, "params")
+    params = params.set_index("variant").n_params if not params.empty else pd.Series(dtype=float)
+    if "a3" not in params or "softmax" not in params:
+        return untestable(claim, protocol, "this build has no A3 or no softmax")
+    extra = int(params["a3"] - params["softmax"])
+    share = extra / params["softmax"]
+    claim.measured = f"+{extra:,} ({share:.3%})"
+    notes = [] if share < OVERHEAD_SMALL else [
+        "the shared gate network is a fixed cost: its share shrinks as the model grows"]
+    notes.append("a3 shares one gate and bias across layers and heads (the two-matrix reading)")
+    if "a3_heads" in params:
+        heads_extra = int(params["a3_heads"] - params["softmax"])
+        notes.append(f"the per-head reading (a3_heads: w_g, b_g, u per layer x head) costs +{heads_extra:,} "
+                     f"({heads_extra / params['softmax']:.3%}), {heads_extra / max(extra, 1):.1f}× a3's overhead")
+    claim.note = "; ".join(notes)
+    return constructed(claim, 0, "a parameter count follows from the config, whatever the seed",
+                       share < OVERHEAD_SMALL)
+
+
+def a3_composes(t, pub, protocol) -> Claim:
+    """Read from the composability grid (config/composability.yaml); not testable where a build did not run it."""
+    claim = Claim(A3_POST, "A3 composes with MQA, GQA and FlashAttention-style (blockwise) attention",
+                  "kv_heads = heads, heads/2, 1, each dense and blockwise from the same seeds: blockwise = dense at "
+                  "step 0 and within 1% at the end, and every run's loss falls", "–", "claimed", "")
+    table = t.get("composability")
+    if table is None or table.empty:
+        return untestable(claim, protocol, "this build has no composability grid (config/composability.yaml)")
+    from attnlab.pipeline.composability import composability_verdict
+
+    outcome = composability_verdict(table, variant="a3")
+    head = outcome.split(":", 1)[0]
+    rows = table[table.variant == "a3"]
+    claim.measured = "; ".join(f"kv {int(r.kv_heads)}: dense {r.dense_loss:.4f} / blockwise {r.blockwise_loss:.4f}"
+                               for r in rows.itertuples()) or "–"
+    claim.note = outcome
+    if head not in (HOLDS, CONTRADICTED):
+        return untestable(claim, protocol, outcome.split(":", 1)[-1].strip())
+    claim.verdict = head
+    claim.interval = ("none: a numerical equivalence, checked seed by seed against its tolerance, not a mean "
+                      "over seeds")
+    claim.seeds = int(rows.seeds.min()) if "seeds" in rows and len(rows) else 0
+    return claim

@@ -1,0 +1,45 @@
+"""Controls beyond the posts: is A³'s gain over softmax its per-token temperature, or would one learned
+temperature per head (softmax_t, the same start) do? Read from the a3_vs_temperature table."""
+
+from __future__ import annotations
+
+import math
+
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims.common import BEYOND, Claim, judged, posts_lr, table_of, untestable
+from attnlab.pipeline.statistics import describe, every, one_sided
+
+
+def a3_gain_is_per_token(t, pub, protocol) -> Claim:
+    claim = Claim(BEYOND, "A3's gain over softmax is its per-token temperature: a learned per-head temperature "
+                  "(softmax_t, the same start) does not close it",
+                  "per contest seed, each variant at its contest LR: softmax − A3 (A3's gain) above 0, and "
+                  "softmax_t − A3 (what a per-head temperature leaves of it) above 0", "–", "not in the posts", "")
+    table = table_of(t, "a3_vs_temperature")
+    needed = {"seed", "softmax_best_val", "a3_best_val", "softmax_t_best_val"}
+    if table.empty or not needed <= set(table.columns) or table[list(needed)].isna().all().any():
+        return untestable(claim, protocol, "this build has no softmax, A3 and softmax_t contest cells")
+
+    def per_seed(column):
+        cells = table[["seed", column]].dropna()
+        return dict(zip(cells.seed.astype(int), cells[column].astype(float)))
+
+    gain = statistics.paired(per_seed("softmax_best_val"), per_seed("a3_best_val"))
+    left = statistics.paired(per_seed("softmax_t_best_val"), per_seed("a3_best_val"))
+    t_gain = statistics.paired(per_seed("softmax_best_val"), per_seed("softmax_t_best_val"))
+    share = t_gain.mean / gain.mean if gain.mean else math.nan
+    claim.measured = (f"A3's gain over softmax {describe(gain, wins=False)}; softmax_t − A3 "
+                      f"{describe(left, wins=False)}")
+    if gain.mean > 0:
+        claim.measured += f" (softmax_t closes {share:.0%} of A3's gain, seed means)"
+    else:
+        claim.measured += ": A3 does not beat softmax"
+    lrs = ", ".join(f"{v} at {posts_lr(table[f'{v}_lr'].iloc[0])}" for v in ("softmax", "a3", "softmax_t")
+                    if f"{v}_lr" in table and str(table[f"{v}_lr"].iloc[0]) not in ("–", "nan"))
+    notes = [lrs] if lrs else []
+    if "a3_heads_gain" in table and table.a3_heads_gain.notna().any():
+        heads = statistics.paired(per_seed("softmax_best_val"), per_seed("a3_heads_best_val"))
+        notes.append(f"a3_heads (gate and bias per head) gains {describe(heads, wins=False)}")
+    claim.note = "; ".join(notes)
+    verdict = every(one_sided(gain, 0.0, above=True), one_sided(left, 0.0, above=True))
+    return judged(claim, verdict, {"A3's gain": gain, "softmax_t − A3": left})

@@ -1,0 +1,34 @@
+"""The later post of the kernel post's series: yat_b under a softmax over its kernel (yat_b_exp) trains better
+than under the l1 normaliser. Read from the contest table."""
+
+from __future__ import annotations
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims.common import (LATER_POST, Claim, contest_losses, contest_lr_text, contest_row, judged,
+                                            untestable)
+from attnlab.pipeline.statistics import describe, one_sided
+
+
+def softmax_over_kernel(t, pub, protocol) -> Claim:
+    entries = {e["variant"]: e for e in pub["contest"] if e["variant"] in ("yat_b", "yat_b_exp")}
+    exp, l1 = entries.get("yat_b_exp"), entries.get("yat_b")
+    claim = Claim(LATER_POST, "yat_b under a softmax over its kernel trains better than under the l1 normaliser",
+                  "yat_b_exp − yat_b best validation loss at the same contest LR, paired by seed; the claim: "
+                  "below 0", "–",
+                  f"{exp['mean']:.4f} ± {exp['std']:.4f} vs {l1['mean']:.4f} ± {l1['std']:.4f} "
+                  f"({exp['mean'] - l1['mean']:+.4f})" if exp and l1 else "–", "")
+    note = ("the later post's figure; it states no LR for it (yat_b's 3e-3 assumed in published.yaml); "
+            "the same kappa and parameters, only the normaliser differs")
+    a, b = contest_losses(t, "yat_b_exp"), contest_losses(t, "yat_b")
+    if not a or not b:
+        claim.note = note
+        return untestable(claim, protocol, "this build has no yat_b_exp or no yat_b contest")
+    lr_a, lr_b = contest_lr_text(t, "yat_b_exp"), contest_lr_text(t, "yat_b")
+    claim.note = f"yat_b_exp at {lr_a}, yat_b at {lr_b}; " + note
+    if format_lr(contest_row(t, "yat_b_exp").lr) != format_lr(contest_row(t, "yat_b").lr):
+        claim.measured = f"contest LRs differ ({lr_a} vs {lr_b})"
+        return untestable(claim, protocol, "the two variants' contest LRs differ")
+    estimate = statistics.paired(a, b)
+    claim.measured = describe(estimate, unit="nats")
+    return judged(claim, one_sided(estimate, 0.0, above=False), {"": estimate})

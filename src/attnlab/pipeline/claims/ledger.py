@@ -1,0 +1,82 @@
+"""The ledger: every check of every post over one build's tables, in the order the writeup reads them.
+
+`python -m attnlab.pipeline.claims --tables DIR --out STEM` writes the ledger as
+STEM.csv (one row per claim, a `verdict` column), .md and .tex.
+"""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab.pipeline import contract
+from attnlab.pipeline.claims.a3_post import (a3_composes, a3_early_layers_softer, a3_overhead_small,
+                                             a3_starts_at_softmax, a3_valid_distributions)
+from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
+from attnlab.pipeline.claims.common import published
+from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
+from attnlab.pipeline.claims.kernel_post_scores import (ablation_untames, kernel_more_diffuse, kernel_scores_larger,
+                                                        mass_auroc_null)
+from attnlab.pipeline.claims.later_post import softmax_over_kernel
+from attnlab.pipeline.tables.display import display, write_table
+
+CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
+          mass_auroc_null, kernel_more_diffuse, a3_valid_distributions, a3_starts_at_softmax,
+          a3_early_layers_softer, a3_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
+OPTIONAL = ("composability",)  # tables a build has only where it ran that grid
+
+
+def load_tables(tables_dir: Path) -> dict[str, pd.DataFrame]:
+    """Every table the ledger reads; the composability table only where the build ran that grid."""
+    tables = {name: _read(Path(tables_dir) / f"{name}.csv") for name in contract.COLLECTED}
+    for name in OPTIONAL:
+        if (Path(tables_dir) / f"{name}.csv").is_file():
+            tables[name] = _read(Path(tables_dir) / f"{name}.csv")
+    return tables
+
+
+def _read(path: Path) -> pd.DataFrame:
+    """A table as written: every float read back exactly, so an LR keeps its identity (contract.at_lr)."""
+    return pd.read_csv(path, float_precision="round_trip")
+
+
+def build_protocol(tables: dict[str, pd.DataFrame]) -> str:
+    """The config name every cell ran ('mixed: a, b' if several, 'unknown' without runs)."""
+    runs = tables.get("runs")
+    if runs is None or runs.empty or "config.name" not in runs:
+        return "unknown"
+    names = sorted(set(runs["config.name"].dropna().astype(str)))
+    if not names:
+        return "unknown"
+    return names[0] if len(names) == 1 else "mixed: " + ", ".join(names)
+
+
+def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataFrame:
+    """One row per check (CHECKS' order) with the contract's ledger columns."""
+    pub = pub or published()
+    protocol = build_protocol(tables)
+    rows = []
+    for check in CHECKS:
+        claim = check(tables, pub, protocol)
+        claim.protocol = protocol
+        rows.append(asdict(claim))
+    return pd.DataFrame(rows, columns=contract.columns("ledger"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Print (and write) the claims ledger of a build.")
+    parser.add_argument("--tables", type=Path, default=Path("results/tables"))
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the ledger as OUT.csv, OUT.md and OUT.tex (e.g. results/tables/ledger)")
+    parser.add_argument("--notes", action="store_true", help="also print each claim's note")
+    args = parser.parse_args(argv)
+    table = ledger(load_tables(args.tables))
+    if args.out is not None:
+        write_table(table, args.out, display("ledger", table))
+    columns = ["claim", "measured", "verdict", "interval", "seeds"] + (["note"] if args.notes else [])
+    with pd.option_context("display.max_colwidth", 120, "display.width", 400):
+        print(table[columns].to_string(index=False))
+    return 0

@@ -1,0 +1,5 @@
+import sys
+
+from attnlab.pipeline.tables.cli import main
+
+sys.exit(main())

@@ -1,0 +1,77 @@
+"""The arms beyond the posts' four variants: the normaliser crossover (normswap), A³ against a learned
+temperature (a3_vs_temperature), and every variant's parameter count against the baseline (params)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import contract
+from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
+from attnlab.pipeline.tables.contest import contest_cells
+
+
+def normswap_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Every cell whose bundle holds a normaliser crossover (bundle field "normswap", written by the trainer):
+    native and swapped loss of its final weights."""
+    columns = contract.columns("normswap")
+    needed = {"normswap.native_loss", "normswap.swapped_loss"}
+    if runs.empty or not needed <= set(runs.columns):
+        return pd.DataFrame(columns=columns)
+    cells = runs[runs["normswap.native_loss"].notna()]
+    contest = set()
+    for variant in grid["variants"]:
+        contest |= set(contest_cells(runs, grid, variant).index)
+    table = pd.DataFrame({
+        "variant": cells.variant, "lr": cells.lr.astype(float), "seed": cells.seed.astype(int),
+        "in_contest": [i in contest for i in cells.index], "diverged": cells.diverged.astype(bool),
+        "native_normaliser": cells["normswap.native_normaliser"], "native_loss": cells["normswap.native_loss"],
+        "swapped_to": cells["normswap.swapped_to"], "swapped_normaliser": cells["normswap.swapped_normaliser"],
+        "swapped_loss": cells["normswap.swapped_loss"],
+        "difference": cells["normswap.swapped_loss"] - cells["normswap.native_loss"],
+    }, columns=columns)
+    order = {v: i for i, v in enumerate(grid["variants"])}
+    return (table.assign(_order=table.variant.map(order)).sort_values(["_order", "lr", "seed"])
+            .drop(columns="_order").reset_index(drop=True))
+
+
+def a3_vs_temperature_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Per contest seed: A³'s gain over the baseline beside softmax_t's (and a3_heads'), each at its contest LR."""
+    columns = contract.columns("a3_vs_temperature")
+    best = {}
+    for variant in (BASELINE,) + TEMPERATURE_ARMS:
+        cells = contest_cells(runs, grid, variant)
+        best[variant] = dict(zip(cells.seed.astype(int), cells.best_val_loss.astype(float))) if len(cells) else {}
+    if not best[BASELINE] or not any(best[v] for v in TEMPERATURE_ARMS):
+        return pd.DataFrame(columns=columns)
+    rows = []
+    for seed in sorted(best[BASELINE]):
+        soft = best[BASELINE][seed]
+        row = {"seed": seed, f"{BASELINE}_best_val": soft, f"{BASELINE}_lr": _contest_lr_text(grid, BASELINE)}
+        for variant in TEMPERATURE_ARMS:
+            value = best[variant].get(seed, np.nan)
+            row[f"{variant}_best_val"] = value
+            row[f"{variant}_gain"] = soft - value
+            row[f"{variant}_lr"] = _contest_lr_text(grid, variant)
+        row["softmax_t_share_of_a3_gain"] = share(row["softmax_t_gain"], row["a3_gain"])
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
+
+
+def _contest_lr_text(grid: dict, variant: str) -> str:
+    lr = grid["contest_lr"].get(variant)
+    return format_lr(lr) if lr is not None else "–"
+
+
+def share(part: float, whole: float) -> float:
+    """part / whole, NaN where whole is 0 or missing."""
+    return float(part / whole) if np.isfinite(whole) and whole != 0 and np.isfinite(part) else np.nan
+
+
+def params_table(runs: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
+    """Each variant's parameter count and its difference from the baseline's."""
+    counts = runs.groupby("variant").n_params.first().reindex([v for v in variants if v in set(runs.variant)])
+    base = counts.get(BASELINE, np.nan)
+    return pd.DataFrame({"variant": counts.index, "n_params": counts.values, "vs_softmax": counts.values - base},
+                        columns=contract.columns("params"))

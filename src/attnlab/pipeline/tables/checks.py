@@ -1,0 +1,172 @@
+"""Before any table is written: each bundle is whole, is the cell its folder names, is in the grid, and is fresh.
+
+A missing or corrupt bundle stops the collection with its path (the bundle
+reader); so does a bundle in another cell's folder, a cell collected twice, or
+a cell outside the grid. A stale bundle too: given the grid's expectation (the
+config slice and code fingerprint each cell must have been trained with, which
+the Snakefile writes), a bundle trained by other code or another config (by
+hand, or before Snakemake's records in .snakemake/ were lost) is named with
+what differs and how to retrain it. An LR is its exact text (format_lr).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from attnlab.core.bundle_format import BundleError, format_lr
+from attnlab.pipeline.bundle_reader import read_bundle
+
+RERUN_COMMAND_ENV = "ATTNLAB_SNAKEMAKE_COMMAND"  # the Snakemake command line of this build, for the fix
+CELL_KEYS = ("variant", "lr", "seed")  # what bundle.json's config adds to the slice the cell was trained with
+SHOWN_STALE = 5  # stale cells described one by one; the rest are counted
+
+
+def cell_of(bundle: dict) -> tuple[str, str, int]:
+    """(variant, LR text, seed): a bundle's cell, its LR as the exact text that names its folder."""
+    return bundle["variant"], format_lr(bundle["lr"]), int(bundle["seed"])
+
+
+def check_cells(bundles: list[dict]) -> None:
+    """Each bundle is the cell its folder (<variant>/lr<lr>/seed<seed>) names, and each cell is collected once."""
+    seen = {}
+    for b in bundles:
+        folder = Path(b["path"])
+        cell = cell_of(b)
+        parts = folder.parts[-3:]
+        if len(parts) == 3 and parts[1].startswith("lr") and parts[2].startswith("seed"):
+            try:
+                named = (parts[0], format_lr(float(parts[1][2:])), int(parts[2][4:]))
+            except ValueError:
+                named = None
+            if named != cell:
+                raise BundleError(
+                    f"bundle {folder} holds {cell[0]} lr={cell[1]} seed={cell[2]}, not the cell its "
+                    "folder names (a bundle copied or written into another cell's folder); delete it and rerun")
+        if cell in seen:
+            raise BundleError(f"bundles {seen[cell]} and {folder} are the same cell {cell[0]} "
+                              f"lr={cell[1]} seed={cell[2]}; keep one")
+        seen[cell] = folder
+
+
+def check_in_grid(bundles: list[dict], grid: dict) -> None:
+    """Only the grid's cells (attnlab.pipeline.grid's `cells`: the sweep and the contest) are collected."""
+    cells = {(v, format_lr(lr), int(s)) for v, lr, s in grid["cells"]}
+    for b in bundles:
+        if cell_of(b) not in cells:
+            raise BundleError(f"bundle {b['path']} is {b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}, "
+                              "which is not a cell of this config's grid; remove it from the inputs")
+
+
+def check_expected(bundles: list[dict], expected: dict) -> None:
+    """Each bundle was trained with the config slice and the code fingerprint the grid expects for its cell.
+
+    `expected` is {"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": name}: the
+    slice of the cells under each folder (results/runs, or one composability folder), the code of each
+    variant (attnlab.core.fingerprint.training_fingerprint) and the rule that trains them (for the fix;
+    train_cell when absent). A stale bundle stops the collection.
+    """
+    code, slices = expected.get("code", {}), {_place(root): s for root, s in expected.get("slices", {}).items()}
+    stale = []
+    for b in bundles:
+        folder = Path(b["path"])
+        above = folder.absolute().parents
+        root = _place(above[2]) if len(above) > 2 else None  # <root>/<variant>/lr<lr>/seed<seed>
+        if root not in slices:
+            raise BundleError(f"bundle {folder} is not in a folder this grid trains into "
+                              f"({', '.join(sorted(expected.get('slices', {})))}); remove it from the inputs")
+        if b["variant"] not in code:
+            raise BundleError(f"bundle {folder} is of variant {b['variant']!r}, which this grid does not train; "
+                              "remove it from the inputs")
+        differences = []
+        recorded = b.get("provenance", {}).get("code_fingerprint") if isinstance(b.get("provenance"), dict) else None
+        if recorded != code[b["variant"]]:
+            differences.append(f"code fingerprint {recorded} in the bundle, {code[b['variant']]} expected")
+        config = b["config"] if isinstance(b["config"], dict) else {}
+        differences += _slice_differences({k: v for k, v in config.items() if k not in CELL_KEYS},
+                                          _jsonable(slices[root]))
+        if differences:
+            stale.append((folder, b, differences))
+    if stale:
+        raise BundleError(_stale_message(stale, expected.get("rule") or "train_cell"))
+
+
+def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
+    """Read and check bundles that may span several grids of folders (the composability runs, one grid
+    per kv<k>-<impl>): each is whole, is the cell its folder names, appears once in its grid and is
+    what `expected` says. Returns the bundles."""
+    bundles = [read_bundle(Path(d)) for d in bundle_dirs]
+    by_root: dict[Path, list[dict]] = {}
+    for b in bundles:
+        by_root.setdefault(_place(Path(b["path"]).absolute().parent.parent.parent), []).append(b)
+    for same_grid in by_root.values():
+        check_cells(same_grid)
+    check_expected(bundles, expected)
+    return bundles
+
+
+def read_expected(path: Path) -> dict:
+    """The expectation file the Snakefile writes (see check_expected)."""
+    try:
+        expected = json.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError, ValueError) as err:
+        raise BundleError(f"cannot read the grid's expectation {path} ({err}); run snakemake again, "
+                          "which writes it") from None
+    if not (isinstance(expected, dict) and isinstance(expected.get("code"), dict)
+            and isinstance(expected.get("slices"), dict)):
+        raise BundleError(f"{path} is not a grid expectation (a JSON object with 'code' and 'slices'); "
+                          "run snakemake again, which writes it")
+    return expected
+
+
+def _place(path) -> Path:
+    """A folder as one spelling, whatever the path it was named by (relative, through links)."""
+    return Path(path).resolve()
+
+
+def _jsonable(obj):
+    """The value as the trainer received it: through JSON (tuples become lists, keys strings)."""
+    return json.loads(json.dumps(obj))
+
+
+def _slice_differences(found: dict, wanted: dict, prefix: str = "") -> list[str]:
+    """'train.steps 40 in the bundle, 20 expected' for every key whose value differs (dotted names)."""
+    differences = []
+    for key in sorted(set(found) | set(wanted), key=str):
+        name = f"{prefix}{key}"
+        have, want = found.get(key, _ABSENT), wanted.get(key, _ABSENT)
+        if isinstance(have, dict) and isinstance(want, dict):
+            differences += _slice_differences(have, want, f"{name}.")
+        elif have != want or isinstance(have, bool) != isinstance(want, bool):
+            differences.append(f"{name} {_shown(have)} in the bundle, {_shown(want)} expected")
+    return differences
+
+
+class _Absent:
+    def __repr__(self):
+        return "absent"
+
+
+_ABSENT = _Absent()
+
+
+def _shown(value) -> str:
+    return "absent" if value is _ABSENT else json.dumps(value)
+
+
+def _stale_message(stale: list, rule: str) -> str:
+    described = []
+    for folder, b, differences in stale[:SHOWN_STALE]:
+        shown = differences[:3] + ([f"{len(differences) - 3} more keys differ"] if len(differences) > 3 else [])
+        described.append(f"{folder} ({b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}): {', '.join(shown)}")
+    more = f"; and {len(stale) - SHOWN_STALE} more" if len(stale) > SHOWN_STALE else ""
+    folders = " ".join(shlex.quote(str(folder)) for folder, _, _ in stale)
+    command = os.environ.get(RERUN_COMMAND_ENV)
+    retrain_all = (f"`{command} --forcerun {rule}`" if command
+                   else f"your snakemake command with `--forcerun {rule}` added")
+    return (f"{len(stale)} bundle(s) were not trained with the code and config this grid expects: "
+            f"{'; '.join(described)}{more}. They are stale (trained by other code or another config, by hand, or "
+            f"before Snakemake's records in .snakemake/ were lost). Delete them and run snakemake again, which "
+            f"retrains exactly those cells (rm -rf {folders}), or retrain every cell with {retrain_all}")

@@ -1,0 +1,93 @@
+"""The contest (every variant at its contest LR, paired by seed with the baseline) and best_lr (each at its best
+sweep LR, beside the contest). The columns are the table contract's (attnlab.pipeline.contract)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import contract, statistics
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.contract import at_lr
+from attnlab.pipeline.tables.sweep import best_sweep_lr, sweep_table
+
+
+def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
+    """The rows of one variant's contest: its contest LR (by identity), the contest seeds."""
+    lr = grid["contest_lr"].get(variant)
+    if lr is None or runs.empty:
+        return runs.iloc[0:0]
+    return runs[(runs.variant == variant) & at_lr(runs, lr) & runs.seed.isin(grid["contest_seeds"])]
+
+
+def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char, and the
+    paired comparison with the baseline over the seeds both have (the contract's contest columns)."""
+    rows = []
+    base = losses_by_seed(contest_cells(runs, grid, BASELINE))
+    for variant in grid["variants"]:
+        lr = grid["contest_lr"].get(variant)
+        cells = contest_cells(runs, grid, variant)
+        if cells.empty:
+            continue
+        best = cells.best_val_loss.to_numpy(dtype=float)
+        rows.append({
+            "variant": variant,
+            "lr": format_lr(lr),
+            "lr_choice": "auto" if variant in grid.get("auto", ()) else "given",
+            "n_seeds": len(cells),
+            "best_val_mean": best.mean(),
+            "best_val_std": best.std(ddof=0),
+            "bpc_mean": best.mean() / np.log(2),
+            "n_diverged": int(cells.diverged.sum()),
+            "n_params": int(cells.n_params.iloc[0]),
+            "seeds": " ".join(str(s) for s in sorted(cells.seed)),
+            **paired_columns(losses_by_seed(cells), base),
+        })
+    return pd.DataFrame(rows, columns=contract.columns("contest"))
+
+
+def losses_by_seed(cells: pd.DataFrame) -> dict[int, float]:
+    """seed -> best validation loss of one variant's cells at one LR."""
+    if cells.empty:
+        return {}
+    return {int(s): float(v) for s, v in zip(cells.seed, cells.best_val_loss)}
+
+
+def paired_columns(losses: dict[int, float], base: dict[int, float]) -> dict:
+    """The contract's PAIRED_COLUMNS of one variant against the baseline, over the seeds both have."""
+    delta = statistics.paired(losses, base)
+    gap = statistics.paired(losses, base, ratio=True)
+    return {"delta_vs_softmax": delta.mean, "delta_ci_low": delta.low, "delta_ci_high": delta.high,
+            "wins": delta.wins_text, "n_paired": delta.n, "gap_vs_softmax": gap.mean - 1,
+            "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1}
+
+
+def best_lr_table(runs: pd.DataFrame, grid: dict, contest: pd.DataFrame) -> pd.DataFrame:
+    """Each variant at its best sweep LR against the baseline at its own, beside the contest."""
+    columns = contract.columns("best_lr")
+    sweep = sweep_table(runs, grid) if not runs.empty else pd.DataFrame()
+    if sweep.empty:
+        return pd.DataFrame(columns=columns)
+    best = {}
+    for variant in grid["variants"]:
+        cells = sweep[sweep.variant == variant]
+        choice = best_sweep_lr(cells) if len(cells) else None
+        if choice is not None:
+            best[variant] = (choice["lr"], losses_by_seed(cells[at_lr(cells, choice["lr"])]))
+    base = best.get(BASELINE, (None, {}))[1]
+    in_contest = contest.set_index("variant") if not contest.empty else pd.DataFrame()
+    rows = []
+    for variant, (lr, losses) in best.items():
+        estimate = statistics.paired(losses, base)
+        row = {"variant": variant, "best_lr": lr, "n_sweep_seeds": len(losses),
+               "best_val_mean": float(np.mean(list(losses.values()))), **paired_columns(losses, base),
+               "interval_note": estimate.reason}
+        if variant in in_contest.index:
+            c = in_contest.loc[variant]
+            row.update({"contest_lr": float(c.lr), "contest_lr_choice": c.lr_choice,
+                        "contest_delta_vs_softmax": c.delta_vs_softmax, "contest_delta_ci_low": c.delta_ci_low,
+                        "contest_delta_ci_high": c.delta_ci_high, "contest_gap_vs_softmax": c.gap_vs_softmax})
+        rows.append(row)
+    return pd.DataFrame(rows, columns=columns)
