@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from attnlab.core.config import validate_config
 from attnlab.core.telemetry_stats import mass_auroc
 from attnlab.pipeline import claims, contract
 from attnlab.pipeline.tables import contest as contest_tables
@@ -440,9 +441,9 @@ def test_normalised_entropy_matches_numpy_reference(min_keys):
 # ---- the grid with auto contest LRs
 
 
-GRID_CFG = {"name": "t", "variants": ["softmax", "a3"],
-            "contest": {"seeds": [0, 1, 2], "lr": {"softmax": 3e-3, "a3": "auto"}},
-            "sweep": {"seed": 0, "lrs": [1e-3, 3e-3, 1e-2]}}
+GRID_CFG = validate_config({"name": "t", "variants": ["softmax", "a3"],
+                            "contest": {"seeds": [0, 1, 2], "lr": {"softmax": 3e-3, "a3": "auto"}},
+                            "sweep": {"seed": 0, "lrs": [1e-3, 3e-3, 1e-2]}})
 
 
 def test_grid_unresolved_auto_contributes_only_sweep_cells():

@@ -67,11 +67,9 @@ def _best_lr_gaps(t) -> str:
 
 
 def _sweep(t, variant) -> pd.DataFrame:
+    """One variant's rows of the lr_sweep table (every sweep LR at every sweep seed)."""
     sweep = table_of(t, "lr_sweep")
-    if sweep.empty or "variant" not in sweep:
-        return sweep
-    sweep = sweep[sweep.variant == variant]
-    return sweep if "seed" in sweep else sweep.assign(seed=0)  # a one-seed table of an older build
+    return sweep[sweep.variant == variant] if "variant" in sweep else sweep
 
 
 def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
