@@ -575,3 +575,20 @@ def test_the_figure_rules_are_the_catalogs(tmp_path, corpus_path):
     assert result.returncode == 0, result.stderr[-2000:]
     for entry in catalog.FIGURES:
         assert entry.rule in result.stdout, entry.rule
+
+
+BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("module,redrawn", [
+    ("entropy", {"figure_entropy"}),
+    ("score_orbit", {"figure_score_orbit"}),
+    ("style", {entry.rule for entry in catalog.FIGURES}),  # what every figure imports redraws every figure
+])
+def test_a_figure_edit_redraws_only_the_figures_that_import_it(smoke_workspace, corpus_path, module, redrawn):
+    from workspace import edited, plan
+
+    with edited(smoke_workspace / "src" / "attnlab" / "pipeline" / "figures" / f"{module}.py", BEHAVIOUR_EDIT):
+        planned = plan(smoke_workspace, corpus=corpus_path)
+    assert set(planned) == redrawn | {"writeup"}, sorted(planned)
