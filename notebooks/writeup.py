@@ -25,11 +25,11 @@
 
 # %%
 # Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
-import pandas as pd
 from IPython.display import HTML, Markdown, display
 
 from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
+from attnlab.pipeline.tables.display import details, shown
 
 TABLES = page.results_path("tables")
 tables = build.load_tables(TABLES)
@@ -83,7 +83,7 @@ say(abstract.variants_list(tables["contest"]))
 # embedding.
 
 # %%
-show_table(contest.params_display(tables["params"]), "Trainable parameters per variant.", "params")
+show_table(shown("params", tables["params"]), "Trainable parameters per variant.", "params")
 
 # %% [markdown]
 # ## 2. The contest
@@ -121,7 +121,7 @@ frame, groups = contest.sweep_display(tables["lr_sweep"], tables["contest"], COM
 show_table(frame, "The learning-rate sweep.", "lr_sweep", groups=groups)
 say(contest.sweep_results(tables["lr_sweep"], tables["best_lr"], tables["contest"]))
 show_figure("lr_sweep")
-show_table(contest.best_lr_display(tables["best_lr"]),
+show_table(shown("best_lr", tables["best_lr"]),
            "Each variant at its best sweep LR against softmax at its best, beside the contest (paired by seed).",
            "best_lr")
 say(contest.best_lr_results(tables["best_lr"]))
@@ -176,9 +176,9 @@ show_figure("entropy")
 
 # %%
 if "normswap" in SHOWN:
-    frame, cells = telemetry.normswap_display(tables["normswap"])
-    show_table(frame, "The normaliser swap: each kernel-family variant's contest cells under their own and the "
-               "other normaliser (validation loss of the final weights, nats/char).", "normswap", per_seed=cells)
+    show_table(shown("normswap", tables["normswap"]), "The normaliser swap: each kernel-family variant's contest "
+               "cells under their own and the other normaliser (validation loss of the final weights, nats/char).",
+               "normswap", per_seed=details("normswap", tables["normswap"]))
 say(telemetry.normswap_results(tables["normswap"]))
 
 # %% [markdown]
@@ -198,7 +198,7 @@ show_figure("score_orbit")
 
 # %%
 if "scalars" in SHOWN:
-    show_table(telemetry.scalars_display(tables["scalars"]),
+    show_table(shown("scalars", tables["scalars"]),
                "yat_b's learned scalars over layers and heads (seed means; unitless).", "scalars")
 say(telemetry.scalars_results(tables["scalars"]))
 show_figure("scalars")
@@ -215,22 +215,22 @@ show_figure("scalars")
 # %%
 say(a3.start_sentence() + "; the first table checks exactly that.")
 if "a3_init" in SHOWN:
-    show_table(a3.a3_init_display(tables["a3_init"]),
+    show_table(shown("a3_init", tables["a3_init"]),
                "A³ at step 0 against softmax at step 0, first layer, per seed (attention weights, unitless).",
                "a3_init")
 if "a3_vs_softmax_entropy" in SHOWN:
-    show_table(a3.a3_layers_display(tables["a3_vs_softmax_entropy"]),
+    show_table(shown("a3_vs_softmax_entropy", tables["a3_vs_softmax_entropy"]),
                "A³ against softmax per layer: mean normalised row entropy, and A³'s gate and bias.",
                "a3_vs_softmax_entropy")
 say(a3.a3_results(tables["a3_vs_softmax_entropy"]))
 show_figure("a3_gates")
 if "a3_vs_temperature" in SHOWN:
-    show_table(a3.temperature_display(tables["a3_vs_temperature"]),
+    show_table(shown("a3_vs_temperature", tables["a3_vs_temperature"]),
                "A³'s gain over softmax beside a learned per-head temperature's, per contest seed.",
                "a3_vs_temperature")
 say(a3.temperature_results(tables["a3_vs_temperature"]))
 if "composability" in SHOWN:
-    show_table(a3.composability_display(tables["composability"]),
+    show_table(shown("composability", tables["composability"]),
                "Every variant at fewer key/value heads and with blockwise attention, against its dense twin.",
                "composability")
 
@@ -242,7 +242,7 @@ if "composability" in SHOWN:
 # and the number of seeds. The same table is `results/tables/ledger.csv`.
 
 # %%
-show_table(ledger.ledger_display(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
+show_table(ledger.ledger_html(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
            widths=ledger.LEDGER_WIDTHS, markup=("claim", "verdict"), css="small")
 say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
 

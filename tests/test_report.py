@@ -113,7 +113,7 @@ def test_both_posts_are_cited_and_every_ledger_row_names_its_post(workspace):
     assert "“A³ Attention: The Softmax Is Not Sacred”" in refs
     table = claims.ledger(tables_of(workspace))
     assert set(table.source) <= set(ledger.sources()), "every source of the ledger has a citation"
-    shown = ledger.ledger_display(table)
+    shown = ledger.ledger_html(table)
     assert all('<span class="post">' in c and html.escape(ledger.sources()[s]["short"]) in c
                for s, c in zip(table.source, shown.claim))
     assert all(ledger.reference_number(s) in (1, 2, None) for s in table.source)

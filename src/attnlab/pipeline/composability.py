@@ -175,7 +175,8 @@ def main(argv: list[str] | None = None) -> int:
     import sys
 
     from attnlab.core.bundle_format import BundleError
-    from attnlab.core.io import atomic_write_json, atomic_write_text
+    from attnlab.core.io import atomic_write_json
+    from attnlab.pipeline.tables.display import display, write_table
 
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--heads", type=int, required=True, help="model.heads (fills kv_heads: null)")
@@ -190,10 +191,7 @@ def main(argv: list[str] | None = None) -> int:
     table, verdict = composability(runs, heads=args.heads)
     speed = runs.groupby(["variant", "kv_heads", "attention_impl"]).steps_per_s.mean().unstack("attention_impl")
     table = table.merge(speed.add_suffix("_steps_per_s").reset_index(), on=["variant", "kv_heads"], how="left")
-    stem = Path(args.out) / "composability"
-    atomic_write_text(stem.with_suffix(".csv"), table.to_csv(index=False))
-    atomic_write_text(stem.with_suffix(".md"), table.to_markdown(index=False, floatfmt=".4g") + "\n")
-    atomic_write_text(stem.with_suffix(".tex"), table.to_latex(index=False, float_format="%.4g"))
+    write_table(table, Path(args.out) / "composability", display("composability", table))
     atomic_write_json(Path(args.out) / "composability_verdict.json", {"a3": verdict})
     print(json.dumps({"a3": verdict}))
     return 0

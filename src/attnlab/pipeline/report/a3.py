@@ -12,7 +12,6 @@ import pandas as pd
 from attnlab.core.constants import A3_GATE_BIAS_INIT
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE
 from attnlab.pipeline.formatting import MISSING, fixed, signed
-from attnlab.pipeline.tables import a3_vs_temperature_display
 
 START_TEMPERATURE = 1.0 / A3_GATE_INIT  # A³ at init is softmax(σ(3)·S): softmax at temperature 1/σ(3)
 
@@ -22,27 +21,6 @@ def start_sentence() -> str:
     b = f"{A3_GATE_BIAS_INIT:g}"
     return (f"At init (`b_g = {b}`, `W_g = 0`, `U = 0`) the gate is σ({b}) ≈ {A3_GATE_INIT:.4f} everywhere, so A³ "
             f"starts at {BASELINE} with temperature 1/σ({b}) ≈ {START_TEMPERATURE:.4f}, not at {BASELINE} itself")
-
-
-def a3_init_display(init: pd.DataFrame) -> pd.DataFrame:
-    return pd.DataFrame({
-        "seed": init.seed.astype(int),
-        f"max |A³ − {BASELINE}|": init.max_diff_vs_softmax.map(lambda x: f"{x:.2g}"),
-        f"max |A³ − {BASELINE} at temperature 1/σ(3)|": init.max_diff_vs_tempered_softmax.map(lambda x: f"{x:.2g}"),
-        "worst |row sum − 1|": init.max_row_sum_error.map(lambda x: f"{x:.2g}"),
-    })
-
-
-def a3_layers_display(layers: pd.DataFrame) -> pd.DataFrame:
-    """The a3_vs_softmax_entropy table for reading: per layer, both entropies, their difference, A³'s gate and bias."""
-    return pd.DataFrame({
-        "layer": layers.layer.astype(int),
-        "A³ entropy": layers.a3_entropy.map(fixed),
-        f"{BASELINE} entropy": layers.softmax_entropy.map(fixed),
-        f"A³ − {BASELINE}": layers.entropy_diff.map(lambda x: signed(x, 3)),
-        f"gate G mean (init {A3_GATE_INIT:.3f})": layers.a3_gate_mean.map(fixed),
-        "bias B spread over keys": layers.a3_bias_std.map(fixed),
-    })
 
 
 def a3_results(layers: pd.DataFrame) -> str:
@@ -80,21 +58,3 @@ def temperature_results(table: pd.DataFrame) -> str:
     share = mean.softmax_t_gain / mean.a3_gain if mean.a3_gain else float("nan")
     return text + (f"; softmax_t gains {signed(mean.softmax_t_gain)}, "
                    f"{fixed(share, 2) if share == share else MISSING} of A³'s gain.")
-
-
-def temperature_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The a3_vs_temperature table as a3_vs_temperature.md shows it: per seed and the mean over seeds."""
-    return a3_vs_temperature_display(table)
-
-
-def composability_display(table: pd.DataFrame) -> pd.DataFrame:
-    """Per variant and kv_heads: dense and blockwise best loss, their step-0 and final difference, the verdicts."""
-    return pd.DataFrame({
-        "variant": table.variant, "kv_heads": table.kv_heads.astype(int), "seeds": table.seeds,
-        "dense loss": table.dense_loss.map(lambda x: fixed(x, 4)),
-        "blockwise loss": table.blockwise_loss.map(lambda x: fixed(x, 4)),
-        "|difference| at step 0": table.step0_diff.map(lambda x: f"{x:.2g}"),
-        "relative |difference| at the best": table.rel_diff.map(lambda x: f"{x:.2%}"),
-        "same training": table.agree.map(lambda x: "yes" if bool(x) else "no"),
-        "loss fell": table.loss_fell.map(lambda x: "yes" if bool(x) else "no"),
-    })

@@ -1,6 +1,8 @@
-"""The writeup's contest, learning-rate sweep and best-LR sections: their tables for reading and their prose.
+"""The writeup's contest, learning-rate sweep and best-LR sections: the published numbers beside their tables,
+and their prose.
 
-Each variant is compared with the baseline seed by seed (the contest table's
+Each table is shown as its .md shows it (attnlab.pipeline.tables.display);
+each variant is compared with the baseline seed by seed (the contest table's
 paired columns, from attnlab.pipeline.statistics); the published numbers stand
 beside this build's only when the build ran the published protocol.
 """
@@ -13,9 +15,8 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.tables import sweep_display as wide_sweep
-from attnlab.pipeline.formatting import (MISSING, difference, finite, interval, lr_text, mean_pm, percent,
-                                                plural, signed)
+from attnlab.pipeline.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
+from attnlab.pipeline.tables import display
 
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
 
@@ -27,23 +28,10 @@ def ordered(variants, contest: pd.DataFrame) -> list[str]:
 
 
 def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
-    """The contest for reading and its spanning headers: each variant's loss, and its paired comparison
-    with the baseline over the seeds both have (difference with its interval, wins, gap in percent)."""
-    baseline = contest.variant == BASELINE
-    shown = pd.DataFrame({
-        "variant": contest.variant,
-        "LR": [lr_text(lr, c) for lr, c in zip(contest.lr, contest.lr_choice)],
-        "seeds": contest.n_seeds.astype(int),
-        "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
-        "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
-        f"− {BASELINE} (nats) [{LEVEL} interval]": [
-            "baseline" if b else difference(d, lo, hi)
-            for b, d, lo, hi in zip(baseline, contest.delta_vs_softmax, contest.delta_ci_low, contest.delta_ci_high)],
-        "wins": ["" if b else w for b, w in zip(baseline, contest.wins)],
-        f"gap to {BASELINE}": ["baseline" if b else percent(g) for b, g in zip(baseline, contest.gap_vs_softmax)],
-        "diverged seeds": contest.n_diverged.astype(int),
-    })
-    groups = [("", 5), (f"paired by seed with {BASELINE}", 3), ("", 1)]
+    """The contest table as contest.md shows it, its spanning headers, and the published numbers of the same
+    variant and LR beside it when the build ran the published protocol."""
+    shown = display.shown("contest", contest)
+    groups = [("", 5), (f"paired by seed with {BASELINE}", 3), ("", len(shown.columns) - 8)]
     if comparable:
         groups = [("this build" if not label else f"this build, {label}", span) for label, span in groups]
         pub = {(p["variant"], format_lr(p["lr"])): p for p in published()["contest"]}
@@ -109,29 +97,13 @@ def still_improving(runs: pd.DataFrame) -> str:
     return ""
 
 
-def params_display(params: pd.DataFrame) -> pd.DataFrame:
-    """Each variant's trainable parameters and what it adds to the baseline's."""
-    base = params.n_params[params.variant == BASELINE]
-    base = int(base.iloc[0]) if len(base) else None
-    extra = [None if v == BASELINE or not finite(n) else int(n) for v, n in zip(params.variant, params.vs_softmax)]
-    return pd.DataFrame({
-        "variant": params.variant,
-        "parameters": params.n_params.map(lambda n: f"{int(n):,}"),
-        f"extra vs {BASELINE}": ["baseline" if v == BASELINE else (MISSING if n is None else f"{n:+,}")
-                                 for v, n in zip(params.variant, extra)],
-        f"extra vs {BASELINE} (%)": ["baseline" if v == BASELINE else (f"{n / base:+.3%}" if base and n is not None
-                                                                       else MISSING)
-                                     for v, n in zip(params.variant, extra)],
-    })
-
-
 # ---- the learning-rate sweep
 
 
 def sweep_display(sweep: pd.DataFrame, contest: pd.DataFrame,
                   comparable: bool) -> tuple[pd.DataFrame, list[tuple[str, int]]]:
-    """LR rows x variant columns in contest order: the mean over the sweep seeds, a diverged cell as such."""
-    wide = wide_sweep(sweep).rename(columns={"lr": "LR"})
+    """lr_sweep.md's LR rows x variant columns, in contest order, the published sweep beside it when comparable."""
+    wide = display.shown("lr_sweep", sweep)
     wide = wide[["LR"] + ordered([c for c in wide.columns if c != "LR"], contest)]
     seeds = sweep.seed.nunique()
     label = ("best validation loss at the sweep seed (nats/char)" if seeds == 1
@@ -165,25 +137,6 @@ def sweep_results(sweep: pd.DataFrame, best: pd.DataFrame, contest: pd.DataFrame
 
 
 # ---- each variant at its best sweep LR
-
-
-def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
-    """Each variant at its best sweep LR against the baseline at its own, beside the same comparison in the contest."""
-    def cell(variant, mean, low, high, gap):
-        return "baseline" if variant == BASELINE else f"{difference(mean, low, high)}, {percent(gap)}"
-
-    return pd.DataFrame({
-        "variant": best.variant,
-        "best sweep LR": best.best_lr.map(lr_text),
-        "sweep seeds": best.n_sweep_seeds.astype(int),
-        f"− {BASELINE} at the best LRs (nats) [{LEVEL} interval], gap": [
-            cell(r.variant, r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high, r.gap_vs_softmax)
-            for r in best.itertuples()],
-        "contest LR": [lr_text(lr, c) for lr, c in zip(best.contest_lr, best.contest_lr_choice)],
-        f"− {BASELINE} in the contest (nats) [{LEVEL} interval], gap": [
-            cell(r.variant, r.contest_delta_vs_softmax, r.contest_delta_ci_low, r.contest_delta_ci_high,
-                 r.contest_gap_vs_softmax) for r in best.itertuples()],
-    })
 
 
 def best_lr_results(best: pd.DataFrame) -> str:

@@ -17,6 +17,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
+from attnlab.pipeline.tables import display
 
 # The ledger's five verdicts (attnlab.pipeline.statistics) and how each is coloured.
 VERDICT_CLASSES = ((statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
@@ -104,27 +105,16 @@ def references_html() -> str:
 # ---- the full ledger
 
 
-def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The ledger for the page, six columns that fit the text column: the claim with its post, the check, the
-    measured and published values, the verdict with the interval and seeds it rests on (and what would resolve
-    an inconclusive one), the note."""
-    def verdict(row):
-        basis = "; ".join(p for p in (str(row.interval), _seeds(row.seeds)) if p)
-        parts = [badge(row.verdict)] + [f'<span class="resolution">{html.escape(p)}</span>'
-                                        for p in (basis, str(row.resolution)) if p]
-        return "".join(parts)
-
-    return pd.DataFrame({
-        "claim": [f'{html.escape(str(r.claim))}<span class="post">{post_name(r.source)}</span>'
-                  for r in ledger.itertuples()],
-        "check": ledger.check, "measured": ledger.measured, "published": ledger.published,
-        "verdict": [verdict(r) for r in ledger.itertuples()],
-        "note": ledger.note,
-    }).replace("", MISSING)
-
-
-def _seeds(n) -> str:
-    return "" if pd.isna(n) or int(n) <= 0 else f"{int(n)} seed{'s' if int(n) > 1 else ''}"
+def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
+    """ledger.md's display on the page, in six columns that fit the text column: the post (linked to the
+    references) under its claim, and what the verdict rests on under its badge."""
+    shown = display.shown("ledger", ledger)
+    claim = [f'{html.escape(c)}<span class="post">{post_name(source)}</span>'
+             for c, source in zip(shown.claim, ledger.source)]
+    verdict = [badge(v) + (f'<span class="resolution">{html.escape(b)}</span>' if b != MISSING else "")
+               for v, b in zip(ledger.verdict, shown["rests on"])]
+    return pd.DataFrame({"claim": claim, "check": shown.check, "measured": shown.measured,
+                         "published": shown.published, "verdict": verdict, "note": shown.note})
 
 
 def verdict_of(ledger: pd.DataFrame, words: str) -> str:

@@ -1,51 +1,35 @@
 """The writeup's telemetry sections: score scale, mass AUROC, row entropy, yat_b's scalars, the normaliser swap.
 
-Tables for reading and the results paragraph of each section, from the
-telemetry tables the collect step writes. Per-seed values sit in a folded
-block under their table, so each table fits the text column.
+Each table is shown as its .md shows it (attnlab.pipeline.tables.display),
+the published numbers beside it when the build ran the published protocol,
+per-seed rows folded under it; then the section's results paragraph.
 """
 
 from __future__ import annotations
 
-import math
-
 import pandas as pd
 
-from attnlab.core.bundle_format import format_lr
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
-from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.contract import BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
-from attnlab.pipeline.formatting import MISSING, difference, fixed, mean_pm, number, percent
+from attnlab.pipeline.contract import BASELINE, SHARE_SHARP
+from attnlab.pipeline.formatting import MISSING, fixed, number, percent
 from attnlab.pipeline.report.contest import ordered
-from attnlab.pipeline.score_scale import max_score_ratios, max_scores, seed_means, times
-
-SCALAR_INIT = math.log(2.0)  # softplus(0): where yat_b's b and ε start
-SCALAR_NAMES = {"eps": "ε"}
-SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"
-LEVEL = f"{statistics.CONFIDENCE:.0%}"
+from attnlab.pipeline.score_scale import max_score_ratios, max_scores, times
+from attnlab.pipeline.tables import display
+from attnlab.pipeline.tables.display_telemetry import SCALAR_INIT, SCALAR_NAMES
 
 
 # ---- score scale
 
 
 def score_display(score: pd.DataFrame, comparable: bool) -> pd.DataFrame:
-    """Per variant: the seed means over layers of max score (range over seeds), the max score and its ratio
-    to the baseline's: the same numbers, under the same names, as score_scale.md and the score-scale figure
-    (both from attnlab.pipeline.score_scale)."""
-    per_seed = seed_means(score)
-    top, ratios = max_scores(score), max_score_ratios(score)
-    rows = []
-    for variant, cells in score.groupby("variant", sort=False):
-        mine = per_seed[per_seed.variant == variant][SEED_MEAN_OVER_LAYERS]
-        row = {"variant": variant, "LR": format_lr(cells.lr.iloc[0]), "seeds": cells.seed.nunique(),
-               SEED_MEAN_LABEL: f"{number(mine.min())} – {number(mine.max())}", "max score": number(top[variant]),
-               f"max score / {BASELINE}'s": "baseline" if variant == BASELINE else times(ratios[variant])}
-        if comparable:
-            pub = published().get("score_scale", {}).get(variant, {})
-            row["published max score"] = number(pub["max"]) if "max" in pub else MISSING
-        rows.append(row)
-    return pd.DataFrame(rows)
+    """score_scale.md's table, with the published max score beside it when comparable."""
+    shown = display.shown("score_scale", score)
+    if comparable:
+        pub = published().get("score_scale", {})
+        shown["published max score"] = [number(pub[v]["max"]) if "max" in pub.get(v, {}) else MISSING
+                                        for v in shown.variant]
+    return shown
 
 
 def score_results(score: pd.DataFrame, contest: pd.DataFrame) -> str:
@@ -63,31 +47,13 @@ def score_results(score: pd.DataFrame, contest: pd.DataFrame) -> str:
 
 
 def auroc_display(auroc: pd.DataFrame, comparable: bool) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per kernel variant: mean AUROC with its interval over seeds and the mean mass of correct and wrong
-    tokens; then the same per seed (folded under the table)."""
-    rows = []
-    for variant, cells in auroc.groupby("variant", sort=False):
-        estimate = statistics.mean_interval(cells.mass_auroc, seeds=cells.seed)
-        row = {"variant": variant, "LR": format_lr(cells.lr.iloc[0]), "seeds": estimate.n,
-               f"AUROC [{LEVEL} interval]": _estimate_text(estimate, 3),
-               "distance from 0.5": fixed(abs(estimate.mean - 0.5)),
-               "mean mass, correct tokens": number(cells.mass_correct_mean.mean(), 4),
-               "mean mass, wrong tokens": number(cells.mass_wrong_mean.mean(), 4)}
-        if comparable:
-            pub = published().get("mass_auroc", {}).get(variant)
-            row["published AUROC per seed"] = ", ".join(f"{x:.3f}" for x in pub) if pub else MISSING
-        rows.append(row)
-    per_seed = pd.DataFrame({"variant": auroc.variant, "seed": auroc.seed.astype(int),
-                             "AUROC": auroc.mass_auroc.map(fixed),
-                             "mean mass, correct tokens": auroc.mass_correct_mean.map(lambda x: number(x, 4)),
-                             "mean mass, wrong tokens": auroc.mass_wrong_mean.map(lambda x: number(x, 4))})
-    return pd.DataFrame(rows), per_seed
-
-
-def _estimate_text(estimate: statistics.Estimate, digits: int) -> str:
-    if estimate.has_interval:
-        return f"{estimate.mean:.{digits}f} [{estimate.low:.{digits}f}, {estimate.high:.{digits}f}]"
-    return f"{estimate.mean:.{digits}f} ({estimate.reason})"
+    """mass_auroc.md's table (the published AUROCs beside it when comparable), and its per-seed rows."""
+    shown = display.shown("mass_auroc", auroc)
+    if comparable:
+        pub = published().get("mass_auroc", {})
+        shown["published AUROC per seed"] = [", ".join(f"{x:.3f}" for x in pub[v]) if v in pub else MISSING
+                                             for v in shown.variant]
+    return shown, display.details("mass_auroc", auroc)
 
 
 def auroc_results(auroc: pd.DataFrame, verdict: str = "") -> str:
@@ -113,20 +79,11 @@ def entropy_scope(runs: pd.DataFrame) -> str:
 
 
 def entropy_display(entropy: pd.DataFrame, comparable: bool) -> pd.DataFrame:
-    """Per variant: mean normalised row entropy over seeds (± std), the shares of sharp and diffuse rows."""
-    stats = entropy.groupby("variant", sort=False).agg(
-        mean=("mean", "mean"), std=("mean", lambda x: x.std(ddof=0)), sharp=(SHARE_SHARP, "mean"),
-        diffuse=(SHARE_DIFFUSE, "mean"), seeds=("seed", "nunique")).reset_index()
-    shown = pd.DataFrame({
-        "variant": stats.variant,
-        "seeds": stats.seeds,
-        "mean normalised entropy": mean_pm(stats["mean"], stats["std"], digits=3),
-        f"sharp rows (< {SHARP_BELOW:g})": stats.sharp.map(lambda x: percent(x, signed=False)),
-        f"diffuse rows (> {DIFFUSE_ABOVE:g})": stats.diffuse.map(lambda x: percent(x, signed=False)),
-    })
+    """entropy.md's table, with the published mean beside it when comparable."""
+    shown = display.shown("entropy", entropy)
     if comparable:
         pub = published().get("entropy", {})
-        shown["published mean"] = [fixed(pub.get(v, {}).get("mean"), 2) for v in stats.variant]
+        shown["published mean"] = [fixed(pub.get(v, {}).get("mean"), 2) for v in shown.variant]
     return shown
 
 
@@ -140,16 +97,6 @@ def entropy_results(entropy: pd.DataFrame) -> str:
 
 
 # ---- yat_b's learned scalars
-
-
-def scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for (variant, name), cells in scalars.groupby(["variant", "scalar"], sort=False):
-        per_head = cells.groupby(["layer", "head"]).value.mean()
-        rows.append({"variant": variant, "scalar": SCALAR_NAMES.get(name, name), "init": fixed(SCALAR_INIT),
-                     "min": fixed(per_head.min()), "mean": fixed(per_head.mean()), "max": fixed(per_head.max()),
-                     "largest move from init": fixed((per_head - SCALAR_INIT).abs().max())})
-    return pd.DataFrame(rows)
 
 
 def scalars_results(scalars: pd.DataFrame) -> str:
@@ -166,28 +113,6 @@ def scalars_results(scalars: pd.DataFrame) -> str:
 
 
 # ---- the normaliser swap
-
-
-def normswap_display(normswap: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per kernel-family variant, over its contest cells: native and swapped loss and the paired swap cost
-    (swapped − native) with its interval; then every cell (contest and sweep) folded under the table."""
-    contest = normswap[normswap.in_contest.astype(bool)]
-    rows = []
-    for variant, cells in contest.groupby("variant", sort=False):
-        cost = statistics.mean_interval(cells.difference, seeds=cells.seed)
-        rows.append({"variant": variant, "LR": format_lr(cells.lr.iloc[0]), "seeds": cost.n,
-                     "trained with": cells.native_normaliser.iloc[0],
-                     "native loss (nats/char)": fixed(cells.native_loss.mean(), 4),
-                     "swapped to": f"{cells.swapped_normaliser.iloc[0]} (= {cells.swapped_to.iloc[0]})",
-                     "swapped loss (nats/char)": fixed(cells.swapped_loss.mean(), 4),
-                     f"swapped − native [{LEVEL} interval]": difference(cost.mean, cost.low, cost.high)})
-    every = pd.DataFrame({
-        "variant": normswap.variant, "LR": normswap.lr.map(format_lr), "seed": normswap.seed.astype(int),
-        "cell": ["contest" if c else "sweep" for c in normswap.in_contest.astype(bool)],
-        "native loss": normswap.native_loss.map(lambda x: fixed(x, 4)),
-        "swapped loss": normswap.swapped_loss.map(lambda x: fixed(x, 4)),
-        "swapped − native": normswap.difference.map(lambda x: f"{x:+.4f}")})
-    return pd.DataFrame(rows), every
 
 
 def normswap_results(normswap: pd.DataFrame) -> str:

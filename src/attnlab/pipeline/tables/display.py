@@ -1,9 +1,12 @@
-"""How each table reads in its .md and .tex: one display per table (DISPLAYS), and the writer of all three files.
+"""How each table reads: one display per table (DISPLAYS), for its .md and .tex and for the writeup alike.
 
-The .csv holds the numbers (the table contract's columns); the .md and .tex
-hold the display of the same table, or the numbers themselves where a table
-has no display. Cells are formatted by `human` unless a display already made
-them text.
+The .csv holds the numbers (the table contract's columns); the .md, the .tex
+and the writeup's table show the same display of it, cell for cell (`shown`:
+the display with its numbers written by `human`). The writeup adds beside it
+only what a build of the published protocol can compare (the published
+numbers) and folds a table's per-seed rows under it (DETAILS). Numbers are
+written by attnlab.pipeline.formatting. The telemetry tables' displays are in
+display_telemetry; the contest's, the sweep's, the arms' and the ledger's here.
 """
 
 from __future__ import annotations
@@ -13,22 +16,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import format_lr
 from attnlab.core.io import atomic_write_text
 from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP, TEMPERATURE_ARMS
+from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
+from attnlab.pipeline.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
+from attnlab.pipeline.tables import display_telemetry as telemetry
 from attnlab.pipeline.tables.arms import share
 
-SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"
+LEVEL = f"{statistics.CONFIDENCE:.0%}"
+SEED_MEAN_LABEL = telemetry.SEED_MEAN_LABEL
 
 
 def write_table(df: pd.DataFrame, stem: Path, display: pd.DataFrame | None = None) -> None:
     """stem.csv holds the numbers; stem.md and stem.tex the human form."""
     stem = Path(stem)
-    shown = (df if display is None else display).map(human)
+    text = (df if display is None else display).map(human)
     atomic_write_text(stem.with_suffix(".csv"), df.to_csv(index=False))
-    atomic_write_text(stem.with_suffix(".md"), shown.to_markdown(index=False, disable_numparse=True) + "\n")
-    atomic_write_text(stem.with_suffix(".tex"), shown.to_latex(index=False, escape=True))
+    atomic_write_text(stem.with_suffix(".md"), text.to_markdown(index=False, disable_numparse=True) + "\n")
+    atomic_write_text(stem.with_suffix(".tex"), text.to_latex(index=False, escape=True))
 
 
 def human(value):
@@ -36,7 +41,7 @@ def human(value):
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, (float, np.floating)):
         return value
     if not np.isfinite(value):
-        return "–" if np.isnan(value) else str(value)
+        return MISSING if np.isnan(value) else str(value)
     if abs(value) >= 1000:
         return f"{value:,.0f}"
     if value == 0 or abs(value) >= 0.01:
@@ -44,38 +49,25 @@ def human(value):
     return f"{value:.3g}"
 
 
-def lr_text(lr, choice) -> str:
-    """An LR as a table shows it, '0.01 (auto)' when the sweep chose it."""
-    if lr is None or (isinstance(lr, float) and not np.isfinite(lr)):
-        return "–"
-    return format_lr(float(lr)) + (" (auto)" if choice == "auto" else "")
-
-
-def _signed(value: float) -> str:
-    return f"{value:+.4f}" if np.isfinite(value) else "–"
+# ---- the contest, the sweep, each variant at its best sweep LR
 
 
 def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
-    level = f"{statistics.CONFIDENCE:.0%}"
-
-    def delta(r):
-        if r.variant == BASELINE:
-            return "baseline"
-        if not np.isfinite(r.delta_vs_softmax):
-            return "–"
-        if np.isfinite(r.delta_ci_low) and np.isfinite(r.delta_ci_high):
-            return f"{r.delta_vs_softmax:+.4f} [{r.delta_ci_low:+.4f}, {r.delta_ci_high:+.4f}]"
-        return f"{r.delta_vs_softmax:+.4f} ({statistics.ONE_SEED})"
-
+    """Each variant's loss at its contest LR, then its paired comparison with the baseline over the seeds both
+    have: the difference with its interval, wins, and the gap in percent through the mean per-seed log-ratio."""
+    base = contest.variant == BASELINE
     return pd.DataFrame({
         "variant": contest.variant,
-        "LR": [lr_text(lr, choice) for lr, choice in zip(contest.lr, contest.lr_choice)],
-        "seeds": contest.n_seeds,
-        "best-val (nats/char)": [f"{m:.4f} ± {s:.4f}" for m, s in zip(contest.best_val_mean, contest.best_val_std)],
-        "bits/char": contest.bpc_mean.map(lambda x: f"{x:.3f}"),
-        f"Δ vs {BASELINE} (nats) [{level} CI]": [delta(r) for r in contest.itertuples()],
-        f"wins vs {BASELINE}": ["–" if v == BASELINE else w for v, w in zip(contest.variant, contest.wins)],
-        "diverged": contest.n_diverged,
+        "LR": [lr_text(lr, c) for lr, c in zip(contest.lr, contest.lr_choice)],
+        "seeds": contest.n_seeds.astype(int),
+        "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
+        "bits/char": contest.bpc_mean.map(lambda x: fixed(x, 3)),
+        f"− {BASELINE} (nats) [{LEVEL} interval]": [
+            "baseline" if b else difference(d, lo, hi)
+            for b, d, lo, hi in zip(base, contest.delta_vs_softmax, contest.delta_ci_low, contest.delta_ci_high)],
+        "wins": ["" if b else w for b, w in zip(base, contest.wins)],
+        f"gap to {BASELINE}": ["baseline" if b else percent(g) for b, g in zip(base, contest.gap_vs_softmax)],
+        "diverged seeds": contest.n_diverged.astype(int),
     })
 
 
@@ -89,47 +81,78 @@ def sweep_display(sweep: pd.DataFrame) -> pd.DataFrame:
             return f"diverged @ {int(step)}" if pd.notna(step) else "diverged"
         if len(diverged):
             return f"diverged on {len(diverged)}/{len(group)} seeds"
-        return f"{group.best_val_loss.astype(float).mean():.4f}"
+        return fixed(group.best_val_loss.astype(float).mean(), 4)
     values = (sweep.groupby(["lr", "variant"])[["diverged", "diverged_step", "best_val_loss"]].apply(cell)
               .rename("value").reset_index())
     wide = values.pivot(index="lr", columns="variant", values="value").sort_index()  # numeric LR order
-    wide.index = wide.index.map(format_lr)
-    return wide.reset_index()
+    wide.index = wide.index.map(lr_text)
+    return wide.reset_index().rename(columns={"lr": "LR"}).rename_axis(columns=None)
 
 
-def best_lr_display(table: pd.DataFrame) -> pd.DataFrame:
-    """Per variant: its best sweep LR and contest LR, and the paired difference with the baseline at each."""
-    def at(mean, low, high, note=""):
-        estimate_text = f"{mean:+.4f}" if np.isfinite(mean) else "–"
-        if np.isfinite(low) and np.isfinite(high):
-            return f"{estimate_text} [{low:+.4f}, {high:+.4f}]"
-        return f"{estimate_text} ({note})" if note else estimate_text
-    level = f"{statistics.CONFIDENCE:.0%}"
+def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
+    """Each variant at its best sweep LR against the baseline at its own, beside the same comparison in the
+    contest: the difference with its interval (or why it has none) and the gap in percent."""
+    def cell(variant, mean, low, high, gap):
+        return "baseline" if variant == BASELINE else f"{difference(mean, low, high)}, {percent(gap)}"
+
     return pd.DataFrame({
-        "variant": table.variant,
-        "best sweep LR": table.best_lr.map(format_lr),
-        "sweep seeds": table.n_sweep_seeds,
-        f"Δ vs {BASELINE} at best LRs [{level} CI]": [
-            "baseline" if r.variant == BASELINE else at(r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high,
-                                                         r.interval_note) for r in table.itertuples()],
-        "contest LR": [lr_text(lr, choice) for lr, choice in zip(table.contest_lr, table.contest_lr_choice)],
-        f"Δ vs {BASELINE} in the contest [{level} CI]": [
-            "baseline" if r.variant == BASELINE else at(r.contest_delta_vs_softmax, r.contest_delta_ci_low,
-                                                         r.contest_delta_ci_high, statistics.ONE_SEED)
-            for r in table.itertuples()],
+        "variant": best.variant,
+        "best sweep LR": best.best_lr.map(lr_text),
+        "sweep seeds": best.n_sweep_seeds.astype(int),
+        f"− {BASELINE} at the best LRs (nats) [{LEVEL} interval], gap": [
+            cell(r.variant, r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high, r.gap_vs_softmax)
+            for r in best.itertuples()],
+        "contest LR": [lr_text(lr, c) for lr, c in zip(best.contest_lr, best.contest_lr_choice)],
+        f"− {BASELINE} in the contest (nats) [{LEVEL} interval], gap": [
+            cell(r.variant, r.contest_delta_vs_softmax, r.contest_delta_ci_low, r.contest_delta_ci_high,
+                 r.contest_gap_vs_softmax) for r in best.itertuples()],
     })
 
 
-def normswap_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The contest cells: per variant and seed, native loss, swapped loss and their difference."""
-    shown = table[table.in_contest.astype(bool)] if not table.empty else table
+def params_display(params: pd.DataFrame) -> pd.DataFrame:
+    """Each variant's trainable parameters and what it adds to the baseline's."""
+    base = params.n_params[params.variant == BASELINE]
+    base = int(base.iloc[0]) if len(base) else None
+    extra = [None if v == BASELINE or pd.isna(n) else int(n) for v, n in zip(params.variant, params.vs_softmax)]
     return pd.DataFrame({
-        "variant": shown.variant, "LR": shown.lr.map(format_lr), "seed": shown.seed,
-        "trained with": shown.native_normaliser, "native loss": shown.native_loss,
-        "swapped to": [f"{n} (= {t})" for n, t in zip(shown.swapped_normaliser, shown.swapped_to)],
-        "swapped loss": shown.swapped_loss, "swapped − native": shown.difference.map(lambda x: f"{x:+.4f}"),
-    }, columns=["variant", "LR", "seed", "trained with", "native loss", "swapped to", "swapped loss",
-                "swapped − native"])
+        "variant": params.variant,
+        "parameters": params.n_params.map(lambda n: f"{int(n):,}"),
+        f"extra vs {BASELINE}": ["baseline" if v == BASELINE else (MISSING if n is None else f"{n:+,}")
+                                 for v, n in zip(params.variant, extra)],
+        f"extra vs {BASELINE} (%)": ["baseline" if v == BASELINE else (f"{n / base:+.3%}" if base and n is not None
+                                                                       else MISSING)
+                                     for v, n in zip(params.variant, extra)],
+    })
+
+
+# ---- the arms: the normaliser swap, A³ against a learned temperature
+
+
+def normswap_display(normswap: pd.DataFrame) -> pd.DataFrame:
+    """Per kernel-family variant, over its contest cells: native and swapped loss and the swap's cost
+    (swapped − native) with its interval over the seeds."""
+    rows = []
+    for variant, cells in normswap[normswap.in_contest.astype(bool)].groupby("variant", sort=False):
+        cost = statistics.mean_interval(cells.difference, seeds=cells.seed)
+        rows.append({"variant": variant, "LR": lr_text(cells.lr.iloc[0]), "seeds": cost.n,
+                     "trained with": cells.native_normaliser.iloc[0],
+                     "native loss (nats/char)": fixed(cells.native_loss.mean(), 4),
+                     "swapped to": f"{cells.swapped_normaliser.iloc[0]} (= {cells.swapped_to.iloc[0]})",
+                     "swapped loss (nats/char)": fixed(cells.swapped_loss.mean(), 4),
+                     f"swapped − native [{LEVEL} interval]": difference(cost.mean, cost.low, cost.high)})
+    return pd.DataFrame(rows, columns=["variant", "LR", "seeds", "trained with", "native loss (nats/char)",
+                                       "swapped to", "swapped loss (nats/char)",
+                                       f"swapped − native [{LEVEL} interval]"])
+
+
+def normswap_cells(normswap: pd.DataFrame) -> pd.DataFrame:
+    """Every kernel-family cell, contest and sweep: its native and swapped loss."""
+    return pd.DataFrame({
+        "variant": normswap.variant, "LR": normswap.lr.map(lr_text), "seed": normswap.seed.astype(int),
+        "cell": ["contest" if c else "sweep" for c in normswap.in_contest.astype(bool)],
+        "native loss": normswap.native_loss.map(lambda x: fixed(x, 4)),
+        "swapped loss": normswap.swapped_loss.map(lambda x: fixed(x, 4)),
+        "swapped − native": normswap.difference.map(signed)})
 
 
 def a3_vs_temperature_display(table: pd.DataFrame) -> pd.DataFrame:
@@ -141,9 +164,9 @@ def a3_vs_temperature_display(table: pd.DataFrame) -> pd.DataFrame:
     mean = table.drop(columns=[c for c in table.columns if c.endswith("_lr")]).mean(numeric_only=True)
 
     def line(seed, r, part):
-        row = {"seed": seed, **{headers[v]: r[f"{v}_best_val"] for v in arms}}
-        row.update({f"{v} gain": _signed(r[f"{v}_gain"]) for v in TEMPERATURE_ARMS})
-        row["softmax_t / a3 gain"] = part
+        row = {"seed": seed, **{headers[v]: fixed(r[f"{v}_best_val"], 4) for v in arms}}
+        row.update({f"{v} gain": signed(r[f"{v}_gain"]) for v in TEMPERATURE_ARMS})
+        row["softmax_t / a3 gain"] = fixed(part, 2)
         return row
 
     rows = [line(str(int(r.seed)), r, r.softmax_t_share_of_a3_gain) for _, r in table.iterrows()]
@@ -151,74 +174,68 @@ def a3_vs_temperature_display(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def score_display(score: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for variant, cells in score.groupby("variant", sort=False):
-        per_seed = cells.groupby("seed")[SEED_MEAN_OVER_LAYERS].first()
-        rows.append({"variant": variant, "LR": format_lr(cells.lr.iloc[0]),
-                     SEED_MEAN_LABEL: f"{per_seed.min():,.4g} – {per_seed.max():,.4g}",
-                     "max score": f"{cells.max_score.max():,.6g}"})
-    return pd.DataFrame(rows, columns=["variant", "LR", SEED_MEAN_LABEL, "max score"])
+def composability_display(table: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and kv_heads: dense and blockwise best loss, how far apart they are at step 0 and at the
+    best, and the two checks (the same training; every run's loss fell)."""
+    def yes(flag):
+        return "yes" if bool(flag) else "no"
 
-
-def auroc_display(auroc: pd.DataFrame) -> pd.DataFrame:
-    rows = [{"variant": v, "LR": format_lr(cells.lr.iloc[0]),
-             "AUROC per seed": ", ".join(f"{x:.3f}" for x in cells.mass_auroc),
-             "AUROC mean": f"{cells.mass_auroc.mean():.3f}",
-             "mass, correct (per seed)": ", ".join(f"{x:,.4g}" for x in cells.mass_correct_mean),
-             "mass, wrong (per seed)": ", ".join(f"{x:,.4g}" for x in cells.mass_wrong_mean)}
-            for v, cells in auroc.groupby("variant", sort=False)]
-    return pd.DataFrame(rows, columns=["variant", "LR", "AUROC per seed", "AUROC mean", "mass, correct (per seed)",
-                                       "mass, wrong (per seed)"])
-
-
-def entropy_display(entropy: pd.DataFrame) -> pd.DataFrame:
-    """Each variant's mean over its contest seeds."""
-    columns = ["mean", SHARE_SHARP, SHARE_DIFFUSE]
-    return entropy.groupby("variant", sort=False)[columns].mean().reset_index()
-
-
-def scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
-    rows = []
-    for (variant, name), cells in scalars.groupby(["variant", "scalar"], sort=False):
-        mean = cells.groupby(["layer", "head"]).value.mean()
-        rows.append({"variant": variant, "scalar": name, "min": mean.min(), "max": mean.max(),
-                     "per layer x head (seed mean)": "; ".join(
-                         " ".join(f"{mean[(layer, h)]:.2f}" for h in sorted(mean[layer].index))
-                         for layer in sorted(mean.index.get_level_values(0).unique()))})
-    return pd.DataFrame(rows, columns=["variant", "scalar", "min", "max", "per layer x head (seed mean)"])
-
-
-def gates_display(gates: pd.DataFrame) -> pd.DataFrame:
-    a3 = gates[gates.variant == "a3"]
-    soft = gates[gates.variant == BASELINE].groupby("layer").entropy.mean()
-    rows = []
-    for layer, cells in a3.groupby("layer"):
-        rows.append({"layer": layer, "gate mean": cells.gate_mean.mean(),
-                     "gate spread over heads": cells.groupby("head").gate_mean.mean().std(ddof=0),
-                     "gate std over tokens": cells.gate_std.mean(),
-                     "a3 entropy": cells.entropy.mean(), f"{BASELINE} entropy": soft.get(layer, np.nan)})
-    return pd.DataFrame(rows, columns=["layer", "gate mean", "gate spread over heads", "gate std over tokens",
-                                       "a3 entropy", f"{BASELINE} entropy"])
-
-
-def ledger_display(table: pd.DataFrame) -> pd.DataFrame:
-    """The ledger for reading in ledger.md and ledger.tex: the claim, the measured value, the verdict."""
     return pd.DataFrame({
-        "source": table.source, "claim": table.claim, "measured": table.measured, "published": table.published,
-        "verdict": [f"{v} ({r})" if r else v for v, r in zip(table.verdict, table.resolution.fillna(""))],
-        "interval": table.interval, "seeds": table.seeds, "protocol": table.protocol,
+        "variant": table.variant, "kv_heads": table.kv_heads.astype(int), "seeds": table.seeds,
+        "dense loss": table.dense_loss.map(lambda x: fixed(x, 4)),
+        "blockwise loss": table.blockwise_loss.map(lambda x: fixed(x, 4)),
+        "|dense − blockwise| at step 0": table.step0_diff.map(lambda x: f"{x:.2g}"),
+        "|dense − blockwise| at the best": table.rel_diff.map(lambda x: percent(x, signed=False, digits=2)),
+        "same training": table.agree.map(yes), "loss fell": table.loss_fell.map(yes),
+        f"cost vs {BASELINE}": table.cost_vs_softmax.map(percent),
     })
 
 
-# One display per table; a table without one (runs, params, a3_init, a3_vs_softmax_entropy) shows its numbers.
+# ---- the ledger
+
+
+def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The ledger for reading: each claim under the post it comes from (published.yaml's short name), the
+    check, the measured and published values, the verdict, what it rests on (the interval, the seeds, what
+    would resolve an inconclusive one) and the note."""
+    from attnlab.pipeline.claims.common import published  # here: the claims package writes through this module
+
+    names = {name: source.get("short", name) for name, source in published()["sources"].items()}
+    rows = ledger.fillna({"interval": "", "resolution": "", "note": "", "seeds": 0})
+    return pd.DataFrame({
+        "post": rows.source.map(lambda s: names.get(s, s)), "claim": rows.claim, "check": rows.check,
+        "measured": rows.measured, "published": rows.published, "verdict": rows.verdict,
+        "rests on": [_basis(r) for r in rows.itertuples()], "note": rows.note,
+    }).replace("", MISSING)
+
+
+def _basis(row) -> str:
+    """What a verdict rests on: its interval (or why there is none), its seeds, what would resolve it."""
+    parts = (row.interval, plural(int(row.seeds), "seed") if row.seeds > 0 else "", row.resolution)
+    return "; ".join(str(p) for p in parts if isinstance(p, str) and p)
+
+
+# One display per table; a table without one (runs) shows its numbers. DETAILS: the per-seed rows the writeup
+# folds under a table whose display summarises its seeds.
 DISPLAYS = {"contest": contest_display, "lr_sweep": sweep_display, "best_lr": best_lr_display,
-            "normswap": normswap_display, "a3_vs_temperature": a3_vs_temperature_display,
-            "score_scale": score_display, "mass_auroc": auroc_display, "entropy": entropy_display,
-            "scalars": scalars_display, "a3_gates": gates_display, "ledger": ledger_display}
+            "params": params_display, "normswap": normswap_display, "a3_vs_temperature": a3_vs_temperature_display,
+            "composability": composability_display, "ledger": ledger_display, **telemetry.DISPLAYS}
+DETAILS = {"normswap": normswap_cells, **telemetry.DETAILS}
 
 
 def display(name: str, table: pd.DataFrame) -> pd.DataFrame | None:
     """The human form of a table, or None where it shows its numbers."""
     shown = DISPLAYS.get(name)
     return shown(table) if shown is not None else None
+
+
+def shown(name: str, table: pd.DataFrame) -> pd.DataFrame:
+    """The table as every reader sees it, cell for cell: its display (or its numbers), written by `human`."""
+    made = display(name, table)
+    return (table if made is None else made).map(human)
+
+
+def details(name: str, table: pd.DataFrame) -> pd.DataFrame | None:
+    """The per-seed rows behind a table's display, where it summarises its seeds (None elsewhere)."""
+    detail = DETAILS.get(name)
+    return detail(table).map(human) if detail is not None else None
