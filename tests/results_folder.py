@@ -36,7 +36,8 @@ def _loss(variant: str, lr: float, seed: int) -> float:
 
 
 def runs_table(protocol: str) -> pd.DataFrame:
-    cells = {(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS} | {(v, lr, 0) for v in VARIANTS for lr in SWEEP_LRS}
+    cells = ({(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS}
+             | {(v, lr, 0) for v in VARIANTS for lr in SWEEP_LRS})
     rows = []
     for variant, lr, seed in sorted(cells):
         diverged = variant == "softmax" and lr == 1e-2
@@ -90,14 +91,16 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
                      "delta_vs_softmax": row.best_val_loss - LOSS["softmax"], "delta_ci_low": np.nan,
                      "delta_ci_high": np.nan, "wins": "0/1", "n_paired": 1, "gap_vs_softmax": 0.01,
                      "gap_ci_low": np.nan, "gap_ci_high": np.nan, "interval_note": statistics.ONE_SEED,
-                     "contest_lr": c.lr, "contest_lr_choice": c.lr_choice, "contest_delta_vs_softmax": c.delta_vs_softmax,
+                     "contest_lr": c.lr, "contest_lr_choice": c.lr_choice,
+                     "contest_delta_vs_softmax": c.delta_vs_softmax,
                      "contest_delta_ci_low": c.delta_ci_low, "contest_delta_ci_high": c.delta_ci_high,
                      "contest_gap_vs_softmax": c.gap_vs_softmax})
     cells = [(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS]
     kernels = [c for c in cells if c[0] in ("yat", "yat_b")]
     layers = range(MODEL["layers"])
     top = {"softmax": 20.0, "yat": 40_000.0, "yat_b": 9_000.0, "a3": 30.0, "softmax_t": 22.0}
-    score = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "layer": layer, "mean_max_score": top[v] * (1 + layer) / 8,
+    score = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "layer": layer,
+                           "mean_max_score": top[v] * (1 + layer) / 8,
                            "max_score": top[v] * (1 + layer) / 6 * (1 + 0.1 * s),
                            contract.SEED_MEAN_OVER_LAYERS: top[v] * 3.5 / 6 * (1 + 0.1 * s)}
                           for v, lr, s in cells for layer in layers])

@@ -20,8 +20,8 @@ from attnlab.pipeline.report.ledger import reference_number, sources, tally, ver
 # What each variant computes, in words (the README's table says the same).
 VARIANTS = {
     "softmax": "`softmax(q·k/√d)` over the causal window, the baseline",
-    "yat": "the Yat kernel `κ = (q·k)² / (‖q−k‖² + 1)`, normalised by its row mass `Σκ`; no exponential, masked "
-           "keys get 0",
+    "yat": "the Yat kernel `κ = (q·k)² / (‖q−k‖² + 1)`, normalised by its row mass `Σκ`; no exponential, "
+           "masked keys get 0",
     "yat_b": "the same kernel with `b` and `ε` learned per layer and head, `κ = (q·k + b)² / (‖q−k‖² + ε)`",
     "a3": "adaptive activation attention, `softmax(S ⊙ G + B)`, with a gate G and a key bias B computed from a "
           "causal context",

@@ -72,8 +72,8 @@ def published_size() -> str:
 def protocol_text(runs: pd.DataFrame, contest: pd.DataFrame) -> str:
     """Which protocol ran and how it stands to the published one (HTML: the protocol names as code)."""
     name, pub = protocol(runs), published_protocol()
-    text = (f"It ran the <code>{name}</code> protocol: {build_size(runs, contest)}; {plural(len(runs), 'trained cell')}, "
-            f"{compute_used(runs).split(' for ')[0]} of training.")
+    text = (f"It ran the <code>{name}</code> protocol: {build_size(runs, contest)}; "
+            f"{plural(len(runs), 'trained cell')}, {compute_used(runs).split(' for ')[0]} of training.")
     if same_protocol(runs):
         return text + " That is the posts' published protocol, so the published numbers stand beside this build's."
     size = published_size()
@@ -132,7 +132,8 @@ def compute_used(runs: pd.DataFrame) -> str:
     kinds = _values(runs, "provenance.device.kind")
     unit = ("CPU-minutes" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
             else f"device-minutes ({', '.join(kinds) or 'device not recorded'})")
-    text = f"{loops + (compiling if finite(compiling) else 0):,.1f} {unit} for {len(runs)} cells: training loops {loops:,.1f}"
+    total = loops + (compiling if finite(compiling) else 0)
+    text = f"{total:,.1f} {unit} for {len(runs)} cells: training loops {loops:,.1f}"
     if finite(compiling):
         text += f", compiling {compiling:,.1f}"
     return text + " (the corpus, collection, figures and this page are not counted)"
