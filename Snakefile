@@ -13,38 +13,21 @@ include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
-include: "workflow/rules/composability.smk"
+include: "workflow/rules/studies.smk"
 include: "workflow/rules/writeup.smk"
 
-# On a cluster, only training is worth a job of its own; the rest is seconds of work (and
-# fetching the corpus needs the internet, which login nodes have and compute nodes often lack).
-localrules:
-    all,
-    fetch_corpus,
-    select_lr,
-    collect_tables,
-    writeup,
-    figure_loss_curves,
-    figure_lr_sweep,
-    figure_depth_grid,
-    figure_training_maps,
-    figure_reading,
-    figure_score_orbit,
-    figure_scalars,
-    figure_a3_gates,
-    figure_entropy,
-    figure_score_scale,
-    figure_mass_auroc,
-    figure_paired_differences,
-    composability_table,
-    ledger,
+# On a cluster, only training is worth a job of its own: every other rule declares `localrule: True` and
+# runs on the submitting node (seconds of work; fetching the corpus needs the internet, which login nodes
+# have and compute nodes often lack).
 
 
 rule all:
     default_target: True
+    localrule: True
     input:
         tables=TABLES,
         ledger=LEDGER,
         figures=FIGURES,
         writeup=WRITEUP,
+        studies=STUDY_TABLES,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],

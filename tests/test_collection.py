@@ -45,8 +45,11 @@ def tiny(**train) -> dict:
     cfg["contest"] = {"seeds": [0], "lr": {"softmax": 3.0e-3}}
     cfg["sweep"] = {"seed": 0, "lrs": [3.0e-3]}
     cfg["telemetry"]["entropy_min_keys"] = 8
-    cfg["composability"] = {"kv_heads": [1], "attention_impls": ["dense"]}
+    cfg["studies"] = [{"name": "composability", "model": {"kv_heads": [1], "attention_impl": ["dense"]}}]
     return cfg
+
+
+GQA = Path("studies") / "composability" / "kv_heads=1,attention_impl=dense"  # the composability study's folder
 
 
 def the_slice(**train) -> dict:
@@ -168,15 +171,13 @@ def test_composability_runs_are_held_to_their_own_slice(tmp_path):
     results = tmp_path / "results"
     grid_slice = the_slice()
     gqa = dict(grid_slice, model=dict(grid_slice["model"], kv_heads=1, attention_impl="dense"))
-    expected = {"code": {"softmax": CODE}, "slices": {str(results / "runs"): grid_slice,
-                                                      str(results / "composability" / "kv1-dense"): gqa}}
+    expected = {"code": {"softmax": CODE}, "slices": {str(results / "runs"): grid_slice, str(results / GQA): gqa}}
     run_bundle = make_bundle(results / "runs", grid_slice)
-    gqa_bundle = make_bundle(results / "composability" / "kv1-dense", gqa)
+    gqa_bundle = make_bundle(results / GQA, gqa)
     assert len(check_bundles([run_bundle, gqa_bundle], expected)) == 2  # the same cell, in two grids
-    with pytest.raises(BundleError, match="--forcerun train_composability_cell"):
-        check_expected(bundles_of(gqa_bundle), dict(expected, code={"softmax": "0" * 16},
-                                                    rule="train_composability_cell"))
-    misplaced = make_bundle(results / "composability" / "kv2-dense", gqa)  # a folder the grid does not train
+    with pytest.raises(BundleError, match="--forcerun train_cell"):
+        check_expected(bundles_of(gqa_bundle), dict(expected, code={"softmax": "0" * 16}, rule="train_cell"))
+    misplaced = make_bundle(results / "studies" / "composability" / "kv_heads=2,attention_impl=dense", gqa)
     with pytest.raises(BundleError, match="not in a folder this grid trains into"):
         check_expected(bundles_of(misplaced), expected)
     shutil.rmtree(run_bundle)
@@ -186,7 +187,7 @@ def test_composability_runs_are_held_to_their_own_slice(tmp_path):
 
 
 def test_the_composability_check_still_refuses_a_run_in_another_cells_folder(tmp_path):
-    root = tmp_path / "composability" / "kv1-dense"
+    root = tmp_path / GQA
     gqa = the_slice()
     gqa["model"].update(kv_heads=1, attention_impl="dense")
     folder = make_bundle(root, gqa)
@@ -345,7 +346,7 @@ def test_lost_records_and_a_new_train_steps_stop_collection(one_cell, tmp_path, 
     (ws / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny(steps=30), sort_keys=False))
     result = build(ws, corpus_path)
     assert result.returncode != 0
-    for name, rule in (("collect_tables", "train_cell"), ("composability_table", "train_composability_cell")):
+    for name, rule in (("collect_tables", "train_cell"), ("composability_table", "train_cell")):
         log = collect_log(ws, name)
         assert "train.steps 20 in the bundle, 30 expected" in log, log[-2000:]
         assert f"--forcerun {rule}`" in log and "rm -rf results/" in log

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import ast
+import json
+import re
+import shlex
 from pathlib import Path
 
 import pandas as pd
@@ -10,6 +13,7 @@ import pytest
 
 import yaml
 
+from conftest import REPO
 from processes import attnlab, snakemake
 from workspace import edited, make_workspace, plan, planned_cells
 
@@ -217,3 +221,42 @@ def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):
     # The plan shows the first 'auto' variant's select_lr (a3); the others' are planned as each resolves.
     assert len(planned["train_cell"]) == 32 + 5 * 2
     assert planned["select_lr"] == {"results/selected_lr/a3.json"}
+
+
+# ---- the workflow written once, and the cells of a built workspace planned as they were built
+
+
+def test_one_rule_trains_every_cell_and_no_rule_file_spells_a_results_path():
+    files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
+    texts = {path.name: path.read_text() for path in files}
+    assert sum(text.count("attnlab.training.train") for text in texts.values()) == 1
+    assert [name for name, text in texts.items() if "rule train_cell:" in text] == ["train.smk"]
+    literal = re.compile(r"""["']results/""")
+    assert [name for name, text in texts.items() if literal.search(text)] == []
+    assert "localrules:" not in texts["Snakefile"]
+
+
+def planned_train_commands(ws: Path, configfile: str, corpus: Path) -> dict[str, str]:
+    """--out -> the train command a dry run prints, its code fingerprint and log masked."""
+    result = snakemake(ws, "-n", "-p", "--configfile", configfile, corpus=corpus)
+    assert result.returncode == 0, result.stderr[-3000:]
+    commands = {}
+    for line in (result.stdout + result.stderr).splitlines():
+        if "python -m attnlab.training.train" in line:
+            command = line.split("Shell command: ", 1)[-1].strip()
+            command = re.sub(r"--code-fingerprint [0-9a-f]+ ", "--code-fingerprint {code} ", command)
+            commands[re.search(r"--out (\S+) ", command).group(1)] = re.sub(r"\| tee \S+$", "| tee {log}", command)
+    return commands
+
+
+@pytest.mark.parametrize("name", ["smoke", "default"])
+def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_path, name):
+    """Each cell's command (its config slice, folder, LR text, checkpoint root and the command itself) is the
+    one recorded in tests/expected/train_commands.json, as built workspaces planned them: a change that moves
+    any of these retrains every built cell, so it must be deliberate (and the record updated with it)."""
+    recorded = json.loads((REPO / "tests" / "expected" / "train_commands.json").read_text())[name]
+    cell = shlex.quote(json.dumps(recorded["cell_config"], sort_keys=True, separators=(",", ":")))
+    expected = {out: recorded["command"].format(variant=variant, lr=lr, seed=seed, out=out, cell=cell,
+                                                code="{code}", log="{log}")
+                for out, variant, lr, seed in recorded["cells"]}
+    assert planned_train_commands(make_workspace(tmp_path), f"config/{name}.yaml", corpus_path) == expected

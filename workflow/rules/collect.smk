@@ -35,7 +35,15 @@ def expected_file(slices, rule):
     return str(path)
 
 
-EXPECTED_RUNS = expected_file({str(paths.RUNS): attnlab_config.cell_slice(config)}, "train_cell")
+def expected_slices(*studies):
+    """{folder: config slice} of every folder these studies' cells are read from."""
+    slices = {}
+    for study in studies:
+        slices.update({str(paths.RESULTS / place): sliced for place, sliced in GRID.slices(study).items()})
+    return slices
+
+
+EXPECTED_RUNS = expected_file(expected_slices(attnlab_studies.CONTEST, attnlab_studies.SWEEP), "train_cell")
 
 
 rule collect_tables:
@@ -50,9 +58,10 @@ rule collect_tables:
         grid=grid_json,
         out=paths.TABLES,
     log:
-        str(paths.LOGS / "collect_tables.log"),
+        str(paths.log("collect_tables")),
     message:
         "Collecting every bundle into tables"
+    localrule: True
     shell:
         "python -m attnlab.pipeline.tables collect --grid {params.grid} --expect {input.expected} --out {params.out} "
         "{input.known} {input.auto} > {log} 2>&1"

@@ -13,6 +13,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), os.environ.get(
 # Pipeline side only: nothing here loads JAX.
 from attnlab.core import config as attnlab_config  # noqa: E402
 from attnlab.core import fingerprint as code  # noqa: E402
+from attnlab.core import studies as attnlab_studies  # noqa: E402
 from attnlab.core.errors import ConfigError  # noqa: E402
 from attnlab.pipeline import grid as attnlab_grid  # noqa: E402
 from attnlab.pipeline import paths  # noqa: E402
@@ -43,6 +44,7 @@ except ConfigError as err:
 TABLES = [str(paths.TABLES / file) for name in table_contract.COLLECTED for file in table_contract.files(name)]
 
 wildcard_constraints:
+    place=paths.PLACE_PATTERN,
     variant="[a-z][a-z0-9_]*",
     lr="[0-9][0-9.e+-]*",
     seed="[0-9]+",
@@ -70,11 +72,14 @@ def training_code(wildcards):
     return code.training_fingerprint(wildcards.variant, src=SRC)
 
 
-# ---- the grid
+# ---- the grid: every study's cells (attnlab.pipeline.grid), each distinct cell trained once by train_cell
 
 
-def cell_bundle(variant, lr, seed):
-    return str(paths.cell_bundle(variant, lr, seed))
+try:
+    GRID = attnlab_grid.Grid(config)  # the cells whose LR is known before any training
+    attnlab_grid.check_corpus_room(GRID, attnlab_grid.local_corpus(config, paths.CORPUS))
+except ConfigError as err:
+    raise WorkflowError(f"{CONFIG_FILE}: {err}") from None
 
 
 def selected_lrs():
@@ -87,16 +92,25 @@ def selected_lrs():
     return chosen
 
 
+def resolved_grid():
+    """The grid with every 'auto' contest LR chosen (asks the select_lr checkpoints)."""
+    return attnlab_grid.Grid(config, selected_lrs())
+
+
+def bundles(keys):
+    """The bundle folders of these cells, each once, in order (a shared cell lives in its owner's folder)."""
+    return list(dict.fromkeys(str(paths.cell_bundle(key)) for key in keys))
+
+
 def known_cells(wildcards=None):
-    """Cells whose LR is known before any training: the sweep and the fixed-LR contest."""
-    return [cell_bundle(v, lr, seed) for v, lr, seed in attnlab_grid.grid(config)["cells"]]
+    """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
+    return bundles(GRID.bundles(attnlab_studies.CONTEST) + GRID.bundles(attnlab_studies.SWEEP))
 
 
 def auto_cells(wildcards=None):
     """Contest cells of 'auto' variants, known once the select_lr checkpoint has run."""
     known = set(known_cells())
-    cells = attnlab_grid.grid(config, selected_lrs())["cells"]
-    return [b for b in (cell_bundle(v, lr, seed) for v, lr, seed in cells) if b not in known]
+    return [b for b in bundles(resolved_grid().bundles(attnlab_studies.CONTEST)) if b not in known]
 
 
 def grid_json(wildcards=None):
@@ -105,18 +119,32 @@ def grid_json(wildcards=None):
 
 def sweep_cells(wildcards):
     """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""
-    seeds = attnlab_grid.sweep_seeds(config)
-    return [cell_bundle(wildcards.variant, lr, seed) for lr in config["sweep"]["lrs"] for seed in seeds]
+    return bundles(key for key in GRID.bundles(attnlab_studies.SWEEP) if key.variant == wildcards.variant)
 
 
-def cell_config_json(wildcards=None):
-    return shlex.quote(attnlab_config.to_json(attnlab_config.cell_slice(config)))
+def cell_slice(wildcards):
+    """The config slice of the cells in one folder (paths.place): the identity train_cell's params carry."""
+    try:
+        return GRID.slice_at(wildcards.place)
+    except KeyError:
+        raise WorkflowError(f"{paths.RESULTS / wildcards.place} is no folder of this config's studies") from None
 
 
-def train_mem_mb(wildcards=None, attempt=1):
-    """Declared memory of one training job, scaled from the model (measured peaks: smoke 0.77 GB,
+def cell_config_json(wildcards):
+    return shlex.quote(attnlab_config.to_json(cell_slice(wildcards)))
+
+
+def checkpoint_root(wildcards):
+    """The trainer's resumable state for the cells of one folder (a Path, which Snakemake does not record as a
+    param: moving it is never a change)."""
+    return paths.checkpoint_root(wildcards.place)
+
+
+def train_mem_mb(wildcards, attempt=1):
+    """Declared memory of one training job, scaled from its model (measured peaks: smoke 0.77 GB,
     default 0.88 GB, paper 2.94 GB on CPU). Override in a profile: set-resources train_cell:mem_mb=N."""
-    m, t = config["model"], config["train"]
+    sliced = cell_slice(wildcards)
+    m, t = sliced["model"], sliced["train"]
     attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
     return int(1000 + 24 * attention_bytes / 2**20) * attempt
 

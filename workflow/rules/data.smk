@@ -4,8 +4,9 @@ rule fetch_corpus:
     params:
         identity=data_identity,
     log:
-        str(paths.LOGS / "fetch_corpus.log"),
+        str(paths.log("fetch_corpus")),
     message:
         "Fetching and verifying the corpus"
+    localrule: True
     shell:
         "python -m attnlab.core.corpus --out {output.corpus} > {log} 2>&1"

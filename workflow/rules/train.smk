@@ -1,3 +1,8 @@
+# The one rule that trains: every cell of every study, into paths.CELL_PATTERN (<place> is runs for the
+# contest and the sweep, studies/<study>/<axis values> for the config's own studies, as paths.place says).
+# Its params are the cell's identity: the config slice of its folder and the code it runs.
+
+
 rule train_cell:
     input:
         corpus=paths.CORPUS,
@@ -6,15 +11,15 @@ rule train_cell:
     params:
         cell=cell_config_json,
         code=training_code,
-        checkpoints=paths.CHECKPOINTS,
+        checkpoints=checkpoint_root,
         cache=paths.COMPILE_CACHE,
     threads: 1
     resources:
         mem_mb=train_mem_mb,
     log:
-        str(paths.LOGS / "train" / "{variant}" / "lr{lr}" / "seed{seed}.log"),
+        str(paths.TRAIN_LOG_PATTERN),
     message:
-        "Training {wildcards.variant} lr={wildcards.lr} seed={wildcards.seed}"
+        f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} in {paths.RESULTS}/{{wildcards.place}}"
     shell:
         # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
         "set -o pipefail; python -m attnlab.training.train --cell-config {params.cell} --variant {wildcards.variant} "
@@ -27,12 +32,13 @@ checkpoint select_lr:
     input:
         bundles=sweep_cells,
     output:
-        choice=str(paths.SELECTED_LR / "{variant}.json"),
+        choice=str(paths.SELECTED_LR_PATTERN),
     params:
         code=pipeline_code("attnlab.pipeline.tables"),
     log:
-        str(paths.LOGS / "select_lr" / "{variant}.log"),
+        str(paths.log("select_lr", "{variant}")),
     message:
         "Choosing {wildcards.variant}'s contest LR from its sweep"
+    localrule: True
     shell:
         "python -m attnlab.pipeline.tables select-lr --out {output.choice} {input.bundles} > {log} 2>&1"

@@ -1,4 +1,4 @@
-WRITEUP = ["results/writeup/writeup.ipynb", "results/writeup/writeup.html"]
+WRITEUP = [str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML)]
 # The claims ledger as a table of its own (one row per claim, a `verdict` column), readable without the
 # notebook; the writeup shows this file.
 LEDGER = [str(paths.table("ledger", ext)) for ext in ("csv", "md", "tex")]
@@ -34,9 +34,10 @@ rule ledger:
         tables=paths.TABLES,
         out=paths.TABLES / "ledger",
     log:
-        "results/logs/ledger.log",
+        str(paths.log("ledger")),
     message:
         "Checking each claim of the posts against the tables (the claims ledger)"
+    localrule: True
     shell:
         "python -m attnlab.pipeline.claims --tables {params.tables} --out {params.out} > {log} 2>&1"
 
@@ -52,8 +53,8 @@ rule writeup:
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
         lock=[str(LOCK)] if LOCK.is_file() else [],
     output:
-        notebook="results/writeup/writeup.ipynb",
-        html="results/writeup/writeup.html",
+        notebook=str(paths.WRITEUP_NOTEBOOK),
+        html=str(paths.WRITEUP_HTML),
     params:
         code=pipeline_code(
             "attnlab.pipeline.claims",
@@ -62,15 +63,18 @@ rule writeup:
             "attnlab.core.telemetry_stats",
         ),
         environment=locked_versions,
+        results=paths.RESULTS,
+        scratch=paths.WRITEUP / ".build.XXXXXX",
     log:
-        "results/logs/writeup.log",
+        str(paths.log("writeup")),
     message:
         "Executing the writeup notebook"
+    localrule: True
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
-        "scratch=$(mktemp -d results/writeup/.build.XXXXXX) && trap 'rm -rf \"$scratch\"' EXIT && "
-        "(ATTNLAB_RESULTS=results jupytext --to ipynb --execute --run-path . {input.notebook} "
+        "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
+        "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "
         # --no-input: the HTML reads as a paper (no code, no prompts); the .ipynb keeps the code.
         # The template drops the CDN scripts, so the page is one self-contained file.

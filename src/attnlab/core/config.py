@@ -18,6 +18,7 @@ from pathlib import Path
 import jsonschema
 import yaml
 
+from attnlab.core import studies as studies_mod
 from attnlab.core.bundle_format import format_lr
 from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import to_json  # noqa: F401  (re-exported: the slice's wire form)
@@ -66,20 +67,24 @@ def load_config(path: str | Path) -> dict:
     return validate_config(raw, source=str(path))
 
 
-def validate_config(raw: dict, source: str = "config") -> dict:
-    """Schema check (unknown keys, types, ranges) then the cross-key rules a schema cannot say."""
+def validate_config(raw: dict, source: str = "config", node_schema: dict | None = None) -> dict:
+    """Schema check (unknown keys, types, ranges) then the cross-key rules a schema cannot say, then every
+    study's cells (see check_studies). `node_schema` replaces the project's schema (tests)."""
+    node_schema = schema() if node_schema is None else node_schema
     cfg = copy.deepcopy(raw)
     _refuse_moved_keys(cfg, source)
     _refuse_non_finite(cfg, source)
+    check_study_keys(cfg.get("studies"), node_schema, source)
     seed_given = isinstance(cfg.get("sweep"), dict) and "seed" in cfg["sweep"]
-    fill_defaults(cfg, schema())
-    validator = _Validator(schema())
+    fill_defaults(cfg, node_schema)
+    validator = _Validator(node_schema)
     errors = sorted(validator.iter_errors(cfg), key=lambda e: list(e.absolute_path))
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors))
     _resolve_sweep_seeds(cfg["sweep"], seed_given, source)
     check_semantics(cfg, source)
     check_bounds(cfg, source)
+    check_studies(cfg, source)
     return cfg
 
 
@@ -127,28 +132,113 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")
-    grid = cfg.get("composability") or {}
-    for kv in grid.get("kv_heads", []):
-        if problem := kv_heads_problem(kv, model["heads"]):
-            problems.append(f"composability.kv_heads: {problem}")
-    if grid and any(lr == AUTO for lr in cfg["contest"]["lr"].values()):
-        problems.append("contest.lr: the composability grid trains at each variant's contest LR; give numbers, "
-                        "not 'auto'")
     problems += _lr_folder_clashes(cfg)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
 
 
-def cell_slice(cfg: dict) -> dict:
-    """The part of a config that changes a training cell's numbers.
+SLICE_SECTIONS = ("data", "model", "train", "telemetry")
+IDENTITY_KEYS = "x-identity-keys"  # the schema's list, per section, of keys always in a cell's identity
+
+
+def cell_slice(cfg: dict, node_schema: dict | None = None) -> dict:
+    """The part of a config that changes a training cell's numbers: its identity.
 
     Rules pass this (not the whole config) to training jobs and as params, so
     editing a figure setting never retrains. Where the corpus came from does not
     change a number (its checksum does), so data.path and data.url are left out.
+    A key outside its section's x-identity-keys (in the schema) is left out
+    while it holds its default, so adding a key whose default keeps the old
+    behaviour changes no built cell's identity; the trainer's typed views
+    (attnlab.core.config_types) read such a key's default when it is absent.
     """
-    sliced = {key: copy.deepcopy(cfg[key]) for key in ("name", "data", "model", "train", "telemetry")}
+    node_schema = schema() if node_schema is None else node_schema
+    sliced = {key: copy.deepcopy(cfg[key]) for key in ("name", *SLICE_SECTIONS)}
     sliced["data"] = {k: v for k, v in sliced["data"].items() if k not in ("path", "url")}
+    for section in SLICE_SECTIONS:
+        spec = node_schema["properties"][section]
+        always = set(spec.get(IDENTITY_KEYS, ()))
+        for key, sub in spec.get("properties", {}).items():
+            if (key not in always and key in sliced[section] and "default" in sub
+                    and to_json(sliced[section][key]) == to_json(sub["default"])):
+                del sliced[section][key]
     return sliced
+
+
+# ---- studies: checked key by key before the schema (so a refusal names the study and the key), then
+# point by point once the config is whole (so an axis value that makes an invalid model is named)
+
+STUDY_KEYS = ("name", *studies_mod.SECTIONS, "variants", "seeds", "lrs")
+
+
+def check_study_keys(entries, node_schema: dict, source: str = "config") -> None:
+    """Each study's own keys, its override keys and values, and its name (unique, not a built-in study's)."""
+    if not isinstance(entries, list):
+        return  # absent, or a wrong type the schema names
+    problems, seen = [], set(studies_mod.BUILT_IN)
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, dict):
+            continue
+        name = entry.get("name")
+        where = f"studies.{name}" if isinstance(name, str) and name else f"studies[{i}]"
+        if isinstance(name, str):
+            if name in seen:
+                problems.append(f"{where}: the name {name!r} is taken by "
+                                f"{'a built-in study' if name in studies_mod.BUILT_IN else 'another study'}; "
+                                "give each study its own name")
+            seen.add(name)
+        for key in entry:
+            if key not in STUDY_KEYS:
+                problems.append(f"{where}.{key}: a study sets only model and train keys (a list of values is an "
+                                f"axis) and its {', '.join(STUDY_KEYS[3:])}; {key} cannot vary inside a study")
+        for section in studies_mod.SECTIONS:
+            overrides = entry.get(section)
+            if isinstance(overrides, dict):
+                problems += _override_problems(overrides, node_schema["properties"][section], f"{where}.{section}")
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems))
+
+
+def _override_problems(overrides: dict, section_schema: dict, where: str) -> list[str]:
+    known = section_schema.get("properties", {})
+    problems = []
+    for key, value in overrides.items():
+        if key not in known:
+            problems.append(f"{where}.{key}: unknown key; the keys here are {', '.join(known)}")
+            continue
+        if isinstance(value, list):
+            if not value:
+                problems.append(f"{where}.{key}: an axis with no values; list at least one (one value fixes the key)")
+            texts = [to_json(v) for v in value]
+            problems += [f"{where}.{key}: {text} is listed twice; list each value once"
+                         for text in sorted(set(texts)) if texts.count(text) > 1]
+        for j, item in enumerate(value if isinstance(value, list) else [value]):
+            at = f"{where}.{key}[{j}]" if isinstance(value, list) else f"{where}.{key}"
+            problems += [f"{at}: {error.message}" for error in _Validator(known[key]).iter_errors(item)]
+    return problems
+
+
+def check_studies(cfg: dict, source: str = "config") -> None:
+    """Every study is within max_cells and trains the config's variants, and every point of every study makes a
+    valid config (a model the keys allow, a cell that fits this machine), before any compute."""
+    problems = []
+    for study in studies_mod.studies(cfg):
+        where = study.name if study.name in studies_mod.BUILT_IN else f"studies.{study.name}"
+        if study.size() > cfg["max_cells"]:
+            problems.append(f"{where}: {study.size():,} cells, more than max_cells {cfg['max_cells']:,}; check its "
+                            "axes, or raise max_cells if the study is meant to be that large")
+        unknown = [v for v in study.variants if v not in cfg["variants"]]
+        if unknown:
+            problems.append(f"{where}.variants: {unknown} are not in this file's variants {cfg['variants']}; "
+                            "a study trains some of them")
+    if problems:
+        raise ConfigError(f"{source}: " + "; ".join(problems))
+    for study in studies_mod.studies(cfg)[len(studies_mod.BUILT_IN):]:
+        for point in study.points():
+            at = f"{source}: studies.{study.name} at {studies_mod.point_text(point)}"
+            resolved = studies_mod.resolved(cfg, study.fixed + point)
+            check_semantics(resolved, at)
+            check_bounds(resolved, at)
 
 
 # ---- which file a Snakemake run builds

@@ -1,37 +1,218 @@
-"""The cells to train: the contest united with the LR sweep, each cell once."""
+"""The cells to train: every study's cells (the contest, the LR sweep, the config's own), each distinct cell once.
+
+A cell is named by a CellKey: its variant, its LR as exact text, its seed, its
+study and the study's axis values at that cell. Two keys of different studies
+are the same cell when they train the same resolved config slice with the same
+variant, LR and seed; the first study that has the cell (the contest, then the
+sweep, then `studies:` in order) owns it, and the others read its bundle.
+"""
 
 from __future__ import annotations
 
-from attnlab.core.config import AUTO
+from dataclasses import dataclass
+from pathlib import Path
+
+from attnlab.core import studies as studies_mod
+from attnlab.core.bundle_format import format_lr
+from attnlab.core.config import AUTO, cell_slice, to_json
+from attnlab.core.corpus import local_copy
+from attnlab.core.errors import ConfigError
+from attnlab.pipeline.paths import study_place
 
 
-def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
-    """The cells to train: the contest united with the LR sweep, each once.
+@dataclass(frozen=True)
+class CellKey:
+    """One cell of one study. `lr` is the exact text that names its folder (format_lr), so two keys are equal
+    only when their LRs are the same float; `point` is ((dotted axis key, value), ...) in the study's order."""
 
-    A contest LR of 'auto' resolves through selected_lr (the sweep's best);
-    unresolved auto variants contribute only their sweep cells. The sweep
-    trains every sweep LR at each of its seeds (sweep.seeds, which defaults to
-    the one sweep.seed).
+    variant: str
+    lr: str
+    seed: int
+    study: str = studies_mod.CONTEST
+    point: tuple[tuple[str, object], ...] = ()
+
+    @classmethod
+    def of(cls, variant: str, lr, seed, study: str = studies_mod.CONTEST, point=()) -> "CellKey":
+        """A key from an LR given as a number or as text (read back to its exact text)."""
+        return cls(variant, format_lr(lr), int(seed), study, tuple((k, v) for k, v in point))
+
+    @property
+    def lr_value(self) -> float:
+        return float(self.lr)
+
+    @property
+    def axes(self) -> dict:
+        """{axis column: value}: the point as a study table's columns show it."""
+        return {studies_mod.axis_column(key): value for key, value in self.point}
+
+    @property
+    def built_in(self) -> bool:
+        """A cell of the contest or the sweep (they share one folder tree, results/runs)."""
+        return self.study in studies_mod.BUILT_IN
+
+    def label(self) -> str:
+        where = "" if self.built_in else f" ({self.study} {studies_mod.point_text(self.point)})"
+        return f"{self.variant} lr={self.lr} seed={self.seed}{where}"
+
+    def to_json(self) -> dict:
+        return {"variant": self.variant, "lr": self.lr, "seed": self.seed, "study": self.study,
+                "point": [[key, value] for key, value in self.point]}
+
+    @classmethod
+    def from_json(cls, data: dict) -> "CellKey":
+        return cls.of(data["variant"], data["lr"], data["seed"], data.get("study", studies_mod.CONTEST),
+                      [tuple(pair) for pair in data.get("point", ())])
+
+
+class Grid:
+    """Every study's cells, the cell that owns each one's folder, and each folder's config slice.
+
+    A contest LR of 'auto' resolves through `selected_lr` (the sweep's best, {variant: LR}); until then
+    the cells that need it (that variant's contest cells, and the cells of studies at contest LRs) are left
+    out.
     """
-    selected_lr = selected_lr or {}
-    contest_lr = {}
+
+    def __init__(self, cfg: dict, selected_lr: dict | None = None):
+        self.cfg = cfg
+        self.studies = studies_mod.studies(cfg)
+        self.contest_lr = contest_lrs(cfg, selected_lr or {})
+        self._keys: dict[str, list[CellKey]] = {}
+        self._owner: dict[CellKey, CellKey] = {}
+        self._slices: dict[str, dict] = {}  # study folder (place) -> the config slice of its cells
+        self._where: dict[str, str] = {}  # study folder (place) -> the study and point, as a message names them
+        self._reads: dict[str, list[str]] = {}  # study -> the folders its cells may be owned in
+        homes: dict[str, list[str]] = {}  # config slice (JSON) -> the folders that train it, in study order
+        owners: dict[tuple, CellKey] = {}
+        for study in self.studies:
+            keys, identities = self._keys.setdefault(study.name, []), []
+            for point in study.points():
+                sliced = cell_slice(studies_mod.resolved(cfg, study.fixed + point))
+                identity, home = to_json(sliced), study_place(study.name, point)
+                self._slices.setdefault(home, sliced)
+                self._where.setdefault(home, where(study, point))
+                homes.setdefault(identity, [])
+                if home not in homes[identity]:
+                    homes[identity].append(home)
+                identities.append(identity)
+                for variant in study.variants:
+                    lrs = study.lrs if study.lrs is not None else [self.contest_lr.get(variant)]
+                    for lr in (lr for lr in lrs if lr is not None):
+                        for seed in study.seeds:
+                            key = CellKey.of(variant, lr, seed, study.name, point)
+                            self._owner[key] = owners.setdefault((identity, key.variant, key.lr, key.seed), key)
+                            keys.append(key)
+            # an owner comes from this study or an earlier one with the same slice, whatever the LRs turn out
+            self._reads[study.name] = list(dict.fromkeys(h for identity in identities for h in homes[identity]))
+
+    def cells(self, study: str) -> list[CellKey]:
+        """The keys of one study's cells (an unknown study has none)."""
+        return list(self._keys.get(study, ()))
+
+    def owner(self, key: CellKey) -> CellKey:
+        """The key whose folder holds this cell's bundle (itself, unless an earlier study has the cell)."""
+        return self._owner[key]
+
+    def bundles(self, study: str) -> list[CellKey]:
+        """The owners of one study's cells: the folders its table reads, in the study's order."""
+        return [self._owner[key] for key in self._keys.get(study, ())]
+
+    def trained(self) -> list[CellKey]:
+        """Every distinct cell, once, by its owner key."""
+        return list(dict.fromkeys(self._owner.values()))
+
+    def slices(self, study: str | None = None) -> dict[str, dict]:
+        """{place: config slice} of the folders one study's cells may be read from (known before any LR is
+        chosen), or of every folder of every study."""
+        if study is None:
+            return dict(self._slices)
+        return {p: self._slices[p] for p in self._reads.get(study, ())}
+
+    def slice_at(self, folder_place: str) -> dict:
+        """The config slice of the cells trained under results/<place> (every study folder has one)."""
+        return self._slices[folder_place]
+
+    def places(self) -> dict[str, str]:
+        """{place: the study and axis values it stands for, as a message names them} of every folder."""
+        return dict(self._where)
+
+    def names(self) -> list[str]:
+        """The config's own studies (the contest and the sweep are built in)."""
+        return [s.name for s in self.studies if s.name not in studies_mod.BUILT_IN]
+
+    def study(self, name: str) -> studies_mod.Study:
+        return next(s for s in self.studies if s.name == name)
+
+
+def where(study: studies_mod.Study, point) -> str:
+    """How a message names one point of a study: '' for the contest and the sweep (the config as written)."""
+    if study.name in studies_mod.BUILT_IN:
+        return ""
+    return f"studies.{study.name} at {studies_mod.point_text(point)}"
+
+
+def local_corpus(cfg: dict, fetched: Path) -> Path | None:
+    """The corpus file this build will train on, when it is already on this machine (else None)."""
+    for candidate in (Path(fetched), local_copy(cfg["data"])):
+        if candidate is not None and candidate.is_file():
+            return candidate
+    return None
+
+
+def check_corpus_room(built: Grid, corpus: Path | None) -> None:
+    """Refuse a folder's model whose context the corpus cannot supply, before any job (a stat, no read).
+
+    A character takes at least one byte, so a split has at most as many characters as the bytes it is cut
+    from: a block the byte count already rules out is refused here, naming the study and the key; a
+    closer case is left to the trainer's check on the characters themselves (attnlab.core.corpus.check_fits).
+    """
+    if corpus is None:
+        return
+    size = corpus.stat().st_size
+    problems = []
+    for folder, sliced in built.slices().items():
+        block, fraction = sliced["model"]["block_size"], sliced["data"]["train_fraction"]
+        train = int(size * fraction)
+        room = min(train, size - train)
+        if block + 2 > room:
+            at = built.places()[folder]
+            problems.append(f"{at + ': ' if at else ''}model.block_size: {block:,} needs at least {block + 2:,} "
+                            f"characters in each split, and the corpus {corpus} ({size:,} bytes) has at most "
+                            f"{room:,} in one; lower block_size or use a larger corpus")
+    if problems:
+        raise ConfigError("; ".join(problems))
+
+
+def contest_lrs(cfg: dict, selected_lr: dict) -> dict[str, float]:
+    """Each variant's contest LR: the given number, or the sweep's choice for 'auto' once it is known."""
+    chosen = {}
     for variant in cfg["variants"]:
         lr = cfg["contest"]["lr"][variant]
         if lr == AUTO:
             lr = selected_lr.get(variant)
         if lr is not None:
-            contest_lr[variant] = float(lr)
-    seeds = sweep_seeds(cfg)
-    cells = {(v, float(lr), seed) for v in cfg["variants"] for lr in cfg["sweep"]["lrs"] for seed in seeds}
-    cells |= {(v, lr, seed) for v, lr in contest_lr.items() for seed in cfg["contest"]["seeds"]}
+            chosen[variant] = float(lr)
+    return chosen
+
+
+def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
+    """The contest and the LR sweep as the collect step reads them (JSON-able).
+
+    A contest LR of 'auto' resolves through selected_lr (the sweep's best);
+    unresolved auto variants contribute only their sweep cells. The sweep
+    trains every sweep LR at each of its seeds (sweep.seeds, which defaults to
+    the one sweep.seed). `cells` lists each distinct cell once as
+    [variant, LR, seed].
+    """
+    built = Grid({**cfg, "studies": []}, selected_lr)
+    cells = {(key.variant, key.lr_value, key.seed) for key in built.trained()}
     return {
         "cells": sorted(cells),
-        "contest_lr": contest_lr,
+        "contest_lr": built.contest_lr,
         "auto": [v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO],
         "contest_seeds": list(cfg["contest"]["seeds"]),
         "sweep_lrs": [float(x) for x in cfg["sweep"]["lrs"]],
         "sweep_seed": cfg["sweep"]["seed"],
-        "sweep_seeds": seeds,
+        "sweep_seeds": sweep_seeds(cfg),
         "variants": list(cfg["variants"]),
         "protocol": cfg["name"],
     }

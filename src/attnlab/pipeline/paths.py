@@ -10,32 +10,73 @@ import os
 from pathlib import Path
 
 from attnlab.core.bundle_format import cell_dir
+from attnlab.core.studies import BUILT_IN, point_text
 
 RESULTS_ENV = "ATTNLAB_RESULTS"  # the writeup notebook reads results from here (default: results)
 RESULTS = Path("results")
 RUNS = RESULTS / "runs"
+STUDIES = RESULTS / "studies"
 TABLES = RESULTS / "tables"
 FIGURES = RESULTS / "figures"
 WRITEUP = RESULTS / "writeup"
+WRITEUP_NOTEBOOK = WRITEUP / "writeup.ipynb"
+WRITEUP_HTML = WRITEUP / "writeup.html"
 LOGS = RESULTS / "logs"
 CHECKPOINTS = RESULTS / "checkpoints"
 SELECTED_LR = RESULTS / "selected_lr"
+SELECTED_LR_PATTERN = SELECTED_LR / "{variant}.json"
 CORPUS = RESULTS / "data" / "corpus.txt"
 COMPILE_CACHE = RESULTS / "jax-cache"
 RUNS_TABLE = TABLES / "runs.csv"
-CELL_PATTERN = RUNS / "{variant}" / "lr{lr}" / "seed{seed}"  # the same layout as cell_bundle, as wildcards
-COMPOSABILITY = RESULTS / "composability"
-COMPOSABILITY_PATTERN = COMPOSABILITY / "kv{kv}-{impl}" / "{variant}" / "lr{lr}" / "seed{seed}"
+# Every cell's folder: results/<place>/<variant>/lr<lr>/seed<seed>, where <place> is runs (the contest and
+# the sweep) or studies/<study>/<axis values> (attnlab.pipeline.grid.place).
+CELL_PATTERN = RESULTS / "{place}" / "{variant}" / "lr{lr}" / "seed{seed}"
+TRAIN_LOG_PATTERN = LOGS / "train" / "{place}" / "{variant}" / "lr{lr}" / "seed{seed}.log"
 
 
-def cell_bundle(variant: str, lr: float, seed: int) -> Path:
-    """results/runs/<variant>/lr<lr>/seed<seed>: one bundle per cell."""
-    return cell_dir(RUNS, variant, lr, seed)
+PLACE_PATTERN = r"runs|studies/[a-z][a-z0-9_]*/[A-Za-z0-9_.=,+-]+"  # what {place} may be
 
 
-def composability_bundle(kv_heads: int, impl: str, variant: str, lr: float, seed: int) -> Path:
-    """results/composability/kv<k>-<impl>/<variant>/lr<lr>/seed<seed>: one run of the composability grid."""
-    return cell_dir(COMPOSABILITY / f"kv{int(kv_heads)}-{impl}", variant, lr, seed)
+def place(key) -> str:
+    """The folder under results/ that holds a cell's folder (a grid.CellKey): runs for the contest and the
+    sweep, else studies/<study>/<the study's axis values at the cell>."""
+    return study_place(key.study, key.point)
+
+
+def study_place(study: str, point=()) -> str:
+    """The folder under results/ of one point of a study (see place)."""
+    if study in BUILT_IN:
+        return RUNS.name
+    return f"{STUDIES.name}/{study}/{point_text(point)}"
+
+
+def cell_bundle(key) -> Path:
+    """The folder of a cell's bundle (a grid.CellKey; pass the owner key, Grid.owner, for a shared cell)."""
+    return cell_dir(RESULTS / place(key), key.variant, key.lr, key.seed)
+
+
+def checkpoint_root(place: str) -> Path:
+    """Where the trainer keeps the resumable state of the cells under results/<place>."""
+    return CHECKPOINTS if place == RUNS.name else CHECKPOINTS / place
+
+
+def log(rule: str, name: str | None = None) -> Path:
+    """results/logs/<rule>.log, or results/logs/<rule>/<name>.log for a rule with a wildcard."""
+    return LOGS / f"{rule}.log" if name is None else LOGS / rule / f"{name}.log"
+
+
+def study_table(study: str, ext: str = "csv") -> Path:
+    """results/tables/study_<name>.<ext>: one study's table."""
+    return TABLES / f"{study_file(study)}.{ext}"
+
+
+def study_runs(study: str) -> Path:
+    """results/tables/runs_<name>.csv: one row per cell of one study (runs.csv holds the contest and sweep's)."""
+    return TABLES / f"{RUNS_TABLE.stem}_{study}.csv"
+
+
+def study_file(study: str) -> str:
+    return f"study_{study}"
 
 
 def table(name: str, ext: str = "csv") -> Path:

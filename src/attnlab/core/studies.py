@@ -1,0 +1,115 @@
+"""Studies: the grid as named sets of cells, each a product of axes over model and train keys.
+
+Every config has two built-in studies, the contest (every variant x contest
+seed at its contest LR) and the LR sweep (every variant x sweep LR x sweep
+seed), written in their own sections. Further studies are listed under
+`studies:`; each overrides model and train keys, and a key given a list is an
+axis: the study's cells are the product of its axes x its variants x seeds x
+LRs. A point is one combination of axis values; the config a point trains
+with is the base config with the study's fixed overrides and the point's
+values written in. JAX-free: the loader checks studies with these, the
+pipeline's grid expands them into cells.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import math
+from dataclasses import dataclass
+
+CONTEST, SWEEP = "contest", "sweep"
+BUILT_IN = (CONTEST, SWEEP)
+SECTIONS = ("model", "train")  # the only config sections a study may override
+CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR
+POINT_SEPARATOR = ","  # between the axis values of a point's folder name: kv_heads=2,attention_impl=dense
+NO_AXES = "base"  # the folder name of the one point of a study without axes
+
+
+@dataclass(frozen=True)
+class Study:
+    """One study: its fixed overrides, its axes, and the variants, seeds and LRs its cells train at.
+
+    `fixed` and `axes` use dotted keys ("model.dropout"); `lrs` is None for each
+    variant's contest LR, else the study's own LRs (floats).
+    """
+
+    name: str
+    fixed: tuple[tuple[str, object], ...]
+    axes: tuple[tuple[str, tuple], ...]
+    variants: tuple[str, ...]
+    seeds: tuple[int, ...]
+    lrs: tuple[float, ...] | None
+
+    def points(self) -> list[tuple[tuple[str, object], ...]]:
+        """Every combination of axis values, in the order the config lists them (one empty point without axes)."""
+        keys = [key for key, _ in self.axes]
+        return [tuple(zip(keys, values)) for values in itertools.product(*(values for _, values in self.axes))]
+
+    def size(self) -> int:
+        """How many cells the study has: points x variants x seeds x LRs."""
+        lrs = len(self.lrs) if self.lrs is not None else 1
+        return math.prod(len(values) for _, values in self.axes) * len(self.variants) * len(self.seeds) * lrs
+
+    @property
+    def axis_keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.axes)
+
+
+def studies(cfg: dict) -> list[Study]:
+    """The contest, the sweep, then the config's own studies, in that order (a validated config)."""
+    variants = tuple(cfg["variants"])
+    sweep_seeds = cfg["sweep"].get("seeds") or [cfg["sweep"]["seed"]]
+    built_in = [
+        Study(CONTEST, (), (), variants, tuple(cfg["contest"]["seeds"]), None),
+        Study(SWEEP, (), (), variants, tuple(sweep_seeds), tuple(float(lr) for lr in cfg["sweep"]["lrs"])),
+    ]
+    return built_in + [study(entry, cfg) for entry in cfg.get("studies") or ()]
+
+
+def study(entry: dict, cfg: dict) -> Study:
+    """One entry of `studies:` as a Study; absent variants, seeds and lrs mean the contest's."""
+    fixed, axes = [], []
+    for section in SECTIONS:
+        for key, value in (entry.get(section) or {}).items():
+            (axes if isinstance(value, list) else fixed).append(
+                (f"{section}.{key}", tuple(value) if isinstance(value, list) else value))
+    lrs = entry.get("lrs", CONTEST_LRS)
+    return Study(
+        name=entry["name"], fixed=tuple(fixed), axes=tuple(axes),
+        variants=tuple(entry.get("variants") or cfg["variants"]),
+        seeds=tuple(entry.get("seeds") or cfg["contest"]["seeds"]),
+        lrs=None if lrs == CONTEST_LRS else tuple(float(lr) for lr in lrs),
+    )
+
+
+def resolved(cfg: dict, overrides) -> dict:
+    """A copy of the config with dotted-key overrides written in: what one point of a study trains with."""
+    out = copy.deepcopy(cfg)
+    for key, value in overrides:
+        section, name = key.split(".", 1)
+        out[section][name] = copy.deepcopy(value)
+    return out
+
+
+def value_text(value) -> str:
+    """An axis value as text in a folder name and a table: 4, 0.1, dense, null, true."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)  # lossless, like an LR's folder name
+    return str(value)
+
+
+def point_text(point) -> str:
+    """A point as a folder name: the axis keys without their section, then their values (kv_heads=2,...)."""
+    if not point:
+        return NO_AXES
+    return POINT_SEPARATOR.join(f"{key.split('.', 1)[1]}={value_text(value)}" for key, value in point)
+
+
+def axis_column(key: str) -> str:
+    """The column of an axis in a study's tables: its key without the section (model.kv_heads -> kv_heads)."""
+    return key.split(".", 1)[1]
