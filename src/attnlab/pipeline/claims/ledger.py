@@ -21,16 +21,17 @@ from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, soft
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_untames, kernel_more_diffuse, kernel_scores_larger,
                                                         mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
+from attnlab.pipeline.claims.scale import scale_claims
 from attnlab.pipeline.tables.display import display, write_table
 
 CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
           mass_auroc_null, kernel_more_diffuse, a3_valid_distributions, a3_starts_at_softmax,
           a3_early_layers_softer, a3_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
-OPTIONAL = ("composability",)  # tables a build has only where it ran that grid
+OPTIONAL = ("composability", "ladder_seeds", "ladder_claims")  # tables a build has only where it ran that study
 
 
 def load_tables(tables_dir: Path) -> dict[str, pd.DataFrame]:
-    """Every table the ledger reads; the composability table only where the build ran that grid."""
+    """Every table the ledger reads; the composability and ladder tables only where the build ran that study."""
     tables = {name: _read(Path(tables_dir) / f"{name}.csv") for name in contract.COLLECTED}
     for name in OPTIONAL:
         if (Path(tables_dir) / f"{name}.csv").is_file():
@@ -55,7 +56,8 @@ def build_protocol(tables: dict[str, pd.DataFrame]) -> str:
 
 
 def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataFrame:
-    """One row per check (CHECKS' order) with the contract's ledger columns."""
+    """One row per check (CHECKS' order), then the scale ladder's rows where the build has a ladder
+    (attnlab.pipeline.claims.scale), with the contract's ledger columns."""
     pub = pub or published()
     protocol = build_protocol(tables)
     rows = []
@@ -63,6 +65,7 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
         claim = check(tables, pub, protocol)
         claim.protocol = protocol
         rows.append(asdict(claim))
+    rows += [asdict(claim) for claim in scale_claims(tables, pub, protocol)]  # each names its own protocol
     return pd.DataFrame(rows, columns=contract.columns("ledger"))
 
 

@@ -1,0 +1,154 @@
+"""The ledger's rows from the scale ladder: the posts' two claims about scale, and the smallest rung at which each
+other claim holds. Read from the ladder_seeds and ladder_claims tables (attnlab.pipeline.tables.ladder,
+attnlab.pipeline.claims.rungs); a build without a ladder has none of these rows.
+
+A trend is a paired-by-seed regression (attnlab.pipeline.statistics.slope_over_seeds):
+per seed, the least-squares slope of a paired difference against log10 of the
+parameter count over the rungs at the ladder's length, then the mean slope and
+its t-interval over seeds. A claim that a difference shrinks with scale holds
+when the whole interval is below 0, is contradicted when it is above 0, and is
+inconclusive otherwise.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, Claim, judged, table_of, untestable
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.statistics import BY_CONSTRUCTION, HOLDS, describe, one_sided
+from attnlab.pipeline.tables.ladder import SIZE, STEPS, params_text
+
+TREND_UNIT = "nats per tenfold parameters"
+TREND_KERNELS = ("yat", "yat_b")
+HOLDING = (HOLDS, BY_CONSTRUCTION)  # a rung where a claim holds: its check holds, or the construction settles it
+
+
+def size_rows(t) -> pd.DataFrame:
+    """ladder_seeds at the ladder's length: one row per rung, variant and seed."""
+    seeds = table_of(t, "ladder_seeds")
+    return seeds[seeds.series == SIZE] if not seeds.empty else seeds
+
+
+def trend(rows: pd.DataFrame, variant: str, sign: float) -> statistics.Estimate:
+    """The mean over seeds of each seed's slope of sign x (variant − baseline) against log10 parameters."""
+    own = rows[(rows.variant == variant) & rows.delta_vs_softmax.notna()]
+    points = {int(seed): list(zip(cells.log10_n_params, sign * cells.delta_vs_softmax.astype(float)))
+              for seed, cells in own.groupby("seed")}
+    return statistics.slope_over_seeds(points)
+
+
+def ladder_protocol(rows: pd.DataFrame, protocol: str) -> str:
+    """'<protocol> ladder: 4 rungs, 31.7 k–818 k parameters, 1,000 steps'."""
+    sizes = rows[rows.variant == BASELINE].n_params if (rows.variant == BASELINE).any() else rows.n_params
+    rungs = rows.rung.nunique()
+    return (f"{protocol} ladder: {rungs} rung{'s' if rungs != 1 else ''}, {params_text(sizes.min())}–"
+            f"{params_text(sizes.max())} parameters, {int(rows[STEPS].iloc[0]):,} steps")
+
+
+def by_rung(rows: pd.DataFrame, variant: str, sign: float) -> str:
+    """The paired difference at each rung: '31.7 k +0.0123 [+0.0050, +0.0196]; ...'."""
+    parts = []
+    for rung, cells in rows[rows.variant == variant].groupby("rung"):
+        values = dict(zip(cells.seed.astype(int), sign * cells.delta_vs_softmax.astype(float)))
+        estimate = statistics.mean_interval(values.values(), values.keys())
+        parts.append(f"{params_text(cells.n_params.iloc[0])} {describe(estimate, wins=False)}")
+    return "; ".join(parts)
+
+
+def lrs_note(rows: pd.DataFrame, variants: tuple[str, ...]) -> str:
+    """Each variant's ladder LR, and the confound when they differ."""
+    lrs = {v: format_lr(float(rows[rows.variant == v].lr.iloc[0])) for v in variants if (rows.variant == v).any()}
+    note = "each variant at its ladder LR: " + ", ".join(f"{v} {lr}" for v, lr in lrs.items())
+    if len(set(lrs.values())) > 1:
+        note += ("; the LRs differ between variants, so part of a gap, and of its trend, may be the LR's rather "
+                 "than the score function's")
+    return note
+
+
+def _trend_claim(t, protocol: str, claim: Claim, variant: str, sign: float, published_note: str) -> Claim:
+    rows = size_rows(t)
+    if rows.empty:
+        return untestable(claim, protocol, "this build has no scale ladder (a study named ladder)")
+    claim.protocol = ladder_protocol(rows, protocol)
+    if not (rows.variant == variant).any() or not (rows.variant == BASELINE).any():
+        return untestable(claim, claim.protocol, f"the ladder trains no {variant} or no {BASELINE}")
+    if rows[rows.variant == variant].rung.nunique() < 2:
+        return untestable(claim, claim.protocol, "the ladder has one rung at its length: a trend needs two")
+    estimate = trend(rows, variant, sign)
+    fmt = lambda x: f"{x:+.4f}"  # noqa: E731
+    claim.measured = f"slope {describe(estimate, fmt, TREND_UNIT, wins=False)}; by rung: {by_rung(rows, variant, sign)}"
+    claim.note = "; ".join(filter(None, [
+        "one least-squares line per seed over log10 parameters, then the mean slope and its t-interval over seeds",
+        lrs_note(rows, (BASELINE, variant)), published_note]))
+    return judged(claim, one_sided(estimate, 0.0, above=False), {"slope": estimate}, fmt)
+
+
+def a3_benefit_shrinks(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "A³'s benefits shrink as models scale up",
+                  f"A³'s paired gain over {BASELINE} ({BASELINE} − A³ best validation loss, same seed and rung) "
+                  f"against log10 parameters: the slope is below 0", "–",
+                  "qualitative: “the headroom is largest in small and mid-sized models”", "")
+    return _trend_claim(t, protocol, claim, "a3", -1.0, "")
+
+
+def kernel_gap_closes(variant: str):
+    """The check that `variant`'s gap to the baseline closes as the model grows."""
+    def check(t, pub, protocol) -> Claim:
+        entries = {(e["variant"], float(e["lr"])): e for e in pub["contest"]}
+        base = next((e for e in pub["contest"] if e["variant"] == BASELINE), None)
+        paper = [(lr, e["mean"] - base["mean"]) for (v, lr), e in entries.items() if v == variant and base]
+        published = "; ".join(f"{d:+.4f} nats at {params_text(pub['params'][BASELINE])} (LR {format_lr(lr)})"
+                              for lr, d in paper) or "–"
+        claim = Claim(KERNEL_POST, f"{variant}'s gap to {BASELINE} closes with scale",
+                      f"{variant} − {BASELINE} best validation loss (same seed and rung) against log10 parameters: "
+                      "the slope is below 0", "–", published, "")
+        note = ("the published gaps are each variant at its own LR against softmax at 3e-4, trained 12,000 steps"
+                if paper else "")
+        return _trend_claim(t, protocol, claim, variant, 1.0, note)
+    check.__name__ = f"{variant}_gap_closes"
+    return check
+
+
+TRENDS = (a3_benefit_shrinks, *(kernel_gap_closes(v) for v in TREND_KERNELS))
+
+
+def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
+    """One check of the ledger across the ladder: the smallest rung (at the ladder's length) where it holds, the
+    verdict at every rung, and the largest rung's verdict and interval as the row's."""
+    rows = checked[checked.check == check].sort_values(["rung", STEPS], kind="stable")
+    size = rows[rows.series == SIZE]
+    last = size.iloc[-1] if len(size) else rows.iloc[-1]
+    claim = Claim(last.source, f"on the scale ladder: {last.claim}",
+                  "its own check on each rung's cells alone (every variant at its ladder LR, the ladder's seeds): "
+                  "the smallest rung where it holds; the verdict is the largest rung's", "–", "–", str(last.verdict),
+                  interval=str(last.interval) if pd.notna(last.interval) else "", seeds=int(last.seeds),
+                  protocol=str(last.protocol))
+    holding = size[size.verdict.map(statistics.verdict_word).isin(HOLDING)]
+    if len(holding):
+        first = holding.iloc[0]
+        claim.measured = (f"holds from rung {int(first.rung)} of {size.rung.nunique()} "
+                          f"({params_text(first.n_params)} parameters)")
+    elif size.verdict.map(statistics.verdict_word).eq(statistics.NOT_TESTABLE).all():
+        claim.measured = "not testable at any rung of this ladder"
+    else:
+        claim.measured = "at no rung of this ladder"
+    verdicts = [f"{params_text(r.n_params)} {statistics.verdict_word(r.verdict)}" for r in size.itertuples()]
+    longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {statistics.verdict_word(r.verdict)}"
+              for r in rows[rows.series != SIZE].itertuples()]
+    claim.note = "; ".join(filter(None, ["by rung: " + ", ".join(verdicts) if verdicts else "",
+                                         "trained longer: " + ", ".join(longer) if longer else ""]))
+    return claim
+
+
+def scale_claims(t, pub, protocol) -> list[Claim]:
+    """Every ladder row of the ledger: the trends, then each check's smallest rung (none without a ladder)."""
+    if table_of(t, "ladder_seeds").empty:
+        return []
+    rows = [check(t, pub, protocol) for check in TRENDS]
+    checked = table_of(t, "ladder_claims")
+    if not checked.empty:
+        rows += [smallest_rung(checked, check) for check in dict.fromkeys(checked.check)]  # the ledger's order
+    return rows

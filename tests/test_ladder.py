@@ -1,0 +1,265 @@
+"""The scale ladder on synthetic cells: its tables, the trend test, each claim's smallest rung, the ledger rows.
+
+Each case is built so that a wrong computation gives another answer: rungs
+given out of order must come back by size, a difference paired with the wrong
+seed or the wrong point changes the interval, a trend whose sign is flipped
+flips the verdict, and a claim that holds only from the second rung must say so.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+from scipy import stats
+
+from attnlab.core.bundle_format import BUNDLE_FILE, BundleError
+from attnlab.pipeline import claims, contract, statistics
+from attnlab.pipeline.bundle_reader import read_bundle
+from attnlab.pipeline.claims import rungs, scale
+from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.tables import ladder
+from test_contract import synthetic_bundle
+
+PUB = claims.published()
+VARIANTS = ("softmax", "yat", "yat_b", "a3")
+SEEDS = (0, 1, 2)
+# (d_model, layers, heads) -> parameters of softmax; the other variants add a few
+RUNGS = {(32, 2, 2): 31_745, (48, 3, 3): 94_289, (80, 4, 5): 327_105, (128, 4, 8): 818_241}
+EXTRA = {"softmax": 0, "yat": 0, "yat_b": 8, "a3": 161}
+
+
+def model(rung):
+    d, layers, heads = rung
+    return {"d_model": d, "layers": layers, "heads": heads, "d_ff": 4 * d, "block_size": 64, "dropout": 0.1}
+
+
+def point_of(rung, steps=None):
+    point = tuple((f"model.{k}", v) for k, v in zip(("d_model", "layers", "heads", "d_ff"), (*rung, 4 * rung[0])))
+    return point + ((("train.steps", steps),) if steps is not None else ())
+
+
+def loss(rung, variant, seed, steps=1000):
+    """Softmax improves with size; a3 gains less at each rung, the kernels lose less; seeds shift all alike."""
+    size = math.log10(RUNGS[rung])
+    gap = {"softmax": 0.0, "yat": 0.30 - 0.05 * size, "yat_b": 0.25 - 0.04 * size, "a3": -0.20 + 0.03 * size}
+    noise = 0.002 * ((seed * 7 + len(variant)) % 3 - 1)
+    return 3.5 - 0.3 * size + gap[variant] + 0.05 * seed + noise - (0.1 if steps > 1000 else 0.0)
+
+
+def bundle(rung, variant, seed, steps=1000, **telemetry):
+    cfg = {"name": "synthetic", "variant": variant, "lr": 3e-3, "seed": seed, "model": model(rung),
+           "train": {"steps": steps, "batch_size": 16}}
+    tel = {"max_score": {"softmax": 10.0, "yat": 1e4, "yat_b": 2e3, "a3": 12.0}[variant] * (1 + 0.1 * seed),
+           "entropy": {"mean": {"softmax": 0.5, "yat": 0.75, "yat_b": 0.7, "a3": 0.45}[variant] + 0.01 * seed}}
+    if variant == "a3":
+        tel["a3_gate_mean"] = [[0.9 + 0.01 * seed, 0.92], [0.94, 0.96]]
+    tel.update(telemetry)
+    return {"variant": variant, "lr": 3e-3, "seed": seed, "n_params": RUNGS[rung] + EXTRA[variant],
+            "best_val_loss": loss(rung, variant, seed, steps), "diverged": False, "config": cfg, "telemetry": tel}
+
+
+def cells(rungs=tuple(RUNGS), variants=VARIANTS, seeds=SEEDS, longer=None):
+    """Every rung at 1,000 steps (the points set only the model), and `longer` also at 4,000 steps."""
+    out = []
+    for rung in rungs:
+        for steps in (1000, 4000) if rung == longer else (1000,):
+            point = point_of(rung, steps if rung == longer else None)
+            out += [(CellKey.of(v, 3e-3, s, "ladder", point), bundle(rung, v, s, steps)) for v in variants
+                    for s in seeds]
+    return out
+
+
+# ---- the tables
+
+
+def test_rungs_are_numbered_by_size_whatever_order_the_config_lists_them():
+    seeds = ladder.seed_table(cells(rungs=tuple(reversed(list(RUNGS)))))
+    by_rung = seeds[seeds.variant == "softmax"].groupby("rung").n_params.first()
+    assert list(by_rung.index) == [1, 2, 3, 4] and list(by_rung) == sorted(RUNGS.values())
+    assert list(seeds.columns[:6]) == ["rung", "d_model", "layers", "heads", "d_ff", "steps"]
+
+
+def test_a_paired_value_is_taken_against_the_baseline_of_the_same_seed_and_point():
+    rung = (48, 3, 3)
+    seeds = ladder.seed_table(cells(longer=rung))
+    row = seeds[(seeds.variant == "a3") & (seeds.d_model == 48) & (seeds.steps == 4000) & (seeds.seed == 2)].iloc[0]
+    assert row.delta_vs_softmax == pytest.approx(loss(rung, "a3", 2, 4000) - loss(rung, "softmax", 2, 4000))
+    yat = seeds[(seeds.variant == "yat") & (seeds.rung == 1) & (seeds.seed == 1)].iloc[0]
+    assert yat.max_score_ratio == pytest.approx(1e4 / 10.0)
+    assert yat.entropy_gap == pytest.approx(0.25)
+    assert seeds[seeds.variant == "softmax"].delta_vs_softmax.eq(0).all()
+
+
+def test_the_ladder_length_is_what_most_rungs_trained_and_the_other_length_is_the_length_series():
+    table = ladder.ladder_table(ladder.seed_table(cells(longer=(48, 3, 3))))
+    assert set(table[table.steps == 4000].series) == {ladder.LENGTH}
+    assert set(table[table.steps == 1000].series) == {ladder.SIZE}
+    assert len(ladder.size_series(table)) == 4 * len(VARIANTS)
+    length = ladder.length_series(table)
+    assert set(length.rung) == {2} and list(length[length.variant == "a3"].steps) == [1000, 4000]
+
+
+def test_the_ladder_row_carries_scipys_intervals_over_the_seeds():
+    rung = (80, 4, 5)
+    table = ladder.ladder_table(ladder.seed_table(cells()))
+    row = table[(table.rung == 3) & (table.variant == "yat_b")].iloc[0]
+    own = [loss(rung, "yat_b", s) for s in SEEDS]
+    base = [loss(rung, "softmax", s) for s in SEEDS]
+    low, high = stats.ttest_rel(own, base).confidence_interval(0.95)
+    assert (row.delta_ci_low, row.delta_ci_high) == pytest.approx((low, high))
+    assert row.delta_vs_softmax == pytest.approx(np.mean(np.subtract(own, base)))
+    low, high = stats.t.interval(0.95, 2, loc=np.mean(own), scale=stats.sem(own))
+    assert (row.best_val_ci_low, row.best_val_ci_high) == pytest.approx((low, high))
+    assert row.n_params == RUNGS[rung] + EXTRA["yat_b"] and row.wins == "0/3"
+    gate = table[(table.rung == 3) & (table.variant == "a3")].iloc[0]
+    assert gate.a3_gate_mean == pytest.approx(np.mean([np.mean([[0.9 + 0.01 * s, 0.92], [0.94, 0.96]]) for s in SEEDS]))
+    assert math.isnan(row.a3_gate_mean)
+    assert list(table.columns) == ladder.ladder_columns(["d_model", "layers", "heads", "d_ff"])
+
+
+def test_one_seed_gives_values_and_says_it_has_no_interval():
+    table = ladder.ladder_table(ladder.seed_table(cells(seeds=(0,))))
+    row = table[table.variant == "yat"].iloc[0]
+    assert np.isfinite(row.delta_vs_softmax) and math.isnan(row.delta_ci_low)
+    assert row.interval_note == statistics.ONE_SEED
+    shown = ladder.ladder_display(table)
+    assert shown[shown.variant == "yat"].iloc[0]["Δ vs softmax [95% CI]"] == f"{row.delta_vs_softmax:+.4f}"
+
+
+def test_a_variant_at_two_lrs_is_refused_naming_it(tmp_path):
+    two = cells(rungs=((32, 2, 2),))
+    key, b = two[-1]
+    two[-1] = (CellKey.of(key.variant, 1e-2, key.seed, key.study, key.point), b)
+    with pytest.raises(BundleError, match="a3 at .*0.003.*0.01.*one LR per variant"):
+        ladder.write_ladder(two, tmp_path)
+
+
+def test_two_points_at_one_rung_and_length_are_refused():
+    mixed = cells(rungs=((32, 2, 2),), seeds=(0,))
+    key, b = mixed[0]
+    other = json.loads(json.dumps(b))
+    other["config"]["train"]["batch_size"] = 32
+    mixed.append((CellKey.of("softmax", 3e-3, 1, "ladder", key.point + (("train.batch_size", 32),)), other))
+    with pytest.raises(BundleError, match="several points at rung 1 and 1000 steps"):
+        ladder.seed_table(mixed)
+
+
+def test_the_files_are_the_contracts(tmp_path):
+    ladder.write_ladder(cells(longer=(32, 2, 2)), tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        contract.files("ladder") + contract.files("ladder_seeds"))
+    written = pd.read_csv(tmp_path / "ladder.csv")
+    assert set(contract.columns("ladder")) <= set(written.columns) and len(written) == 5 * len(VARIANTS)
+    assert "[" in (tmp_path / "ladder.md").read_text()
+
+
+# ---- the trend
+
+
+def test_a_slope_over_seeds_is_the_mean_of_each_seeds_least_squares_slope():
+    x = [4.5, 5.0, 5.5, 6.0]
+    points = {0: list(zip(x, [0.10, 0.08, 0.05, 0.03])), 1: list(zip(x, [0.12, 0.07, 0.06, 0.02])),
+              2: list(zip(x, [0.09, 0.09, 0.04, 0.04])), 3: [(5.0, 0.2)]}  # seed 3: one rung, no slope
+    estimate = statistics.slope_over_seeds(points)
+    slopes = [stats.linregress(x, [y for _, y in points[s]]).slope for s in (0, 1, 2)]
+    assert estimate.n == 3 and estimate.seeds == (0, 1, 2)
+    assert estimate.mean == pytest.approx(np.mean(slopes))
+    assert (estimate.low, estimate.high) == pytest.approx(stats.t.interval(0.95, 2, loc=np.mean(slopes),
+                                                                           scale=stats.sem(slopes)))
+
+
+def seeds_frame(a3_slope, noise=0.0, rungs=4):
+    """ladder_seeds with A³'s paired difference (a3 − softmax) changing by a3_slope per decade of parameters."""
+    rows = []
+    for rung, n in enumerate(sorted(RUNGS.values())[:rungs], start=1):
+        for seed in SEEDS:
+            jitter = noise * (1 if (seed + rung) % 2 else -1)
+            for variant, delta in (("softmax", 0.0), ("a3", -0.2 + a3_slope * (math.log10(n) - 4) + jitter),
+                                   ("yat", 0.3 - 0.05 * math.log10(n) + 0.001 * seed),
+                                   ("yat_b", 0.1 + 0.0 * n + 0.001 * ((seed + rung) % 3))):
+                rows.append({"rung": rung, "steps": 1000, "variant": variant, "lr": "0.003", "seed": seed,
+                             "n_params": n, "log10_n_params": math.log10(n), "delta_vs_softmax": delta,
+                             "series": ladder.SIZE})
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.parametrize("slope,noise,verdict", [(0.04, 0.0005, HOLDS), (-0.04, 0.0005, CONTRADICTED),
+                                                 (0.0, 0.02, INCONCLUSIVE)])
+def test_a3s_benefit_shrinks_holds_when_its_gain_falls_with_size_and_not_otherwise(slope, noise, verdict):
+    row = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(slope, noise)}, PUB, "synthetic")
+    assert row.verdict == verdict, row
+    assert row.seeds == 3 and "slope" in row.interval and "synthetic ladder: 4 rungs" in row.protocol
+    assert float(row.measured.split()[1]) == pytest.approx(-slope, abs=0.01)  # the gain is minus a3's delta
+
+
+def test_the_kernel_gap_closes_for_yat_and_is_inconclusive_for_a_flat_yat_b():
+    frame = seeds_frame(0.03, 0.001)
+    yat, yat_b = (check({"ladder_seeds": frame}, PUB, "synthetic") for check in scale.TRENDS[1:])
+    assert (yat.claim, yat.verdict) == ("yat's gap to softmax closes with scale", HOLDS)
+    assert yat_b.verdict == INCONCLUSIVE
+    assert "+0.0208 nats at 2.72 M (LR 0.0003)" in yat.published
+
+
+def test_a_trend_needs_two_rungs_and_a_ladder():
+    one = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(0.04, rungs=1)}, PUB, "synthetic")
+    assert one.verdict.startswith("not testable") and "two" in one.interval
+    assert scale.scale_claims({}, PUB, "default") == []
+
+
+# ---- each claim at each rung
+
+
+def disk_cells(root, max_yat):
+    """Bundles on disk of softmax and yat at two rungs, 3 seeds; yat's max score at each rung is max_yat[i]."""
+    out = []
+    for i, rung in enumerate(list(RUNGS)[:2]):
+        for variant in ("softmax", "yat"):
+            for seed in SEEDS:
+                folder = synthetic_bundle(root / f"rung{i}", variant, 3e-3, seed)
+                summary = json.loads((folder / BUNDLE_FILE).read_text())
+                score = (max_yat[i] if variant == "yat" else 10.0) * (1 + 0.05 * seed)
+                summary.update({k: v for k, v in bundle(rung, variant, seed).items() if k != "telemetry"})
+                summary["telemetry"].update(max_score=score, max_score_per_layer=[score, score / 2],
+                                            mean_max_score_per_layer=[score, score / 2])
+                (folder / BUNDLE_FILE).write_text(json.dumps(summary))
+                out.append((CellKey.of(variant, 3e-3, seed, "ladder", point_of(rung)), read_bundle(folder)))
+    return out
+
+
+def test_every_check_runs_at_every_rung_and_a_claim_can_start_to_hold_at_the_second(tmp_path):
+    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    assert len(checked) == 2 * len(claims.CHECKS) and set(checked.rung) == {1, 2}
+    scores = checked[checked.check == "kernel_scores_larger"].set_index("rung").verdict
+    assert (scores[1], scores[2]) == (CONTRADICTED, HOLDS)
+    assert checked[checked.check == "kernel_lr_band"].verdict.str.startswith("not testable").all()
+    row = scale.smallest_rung(checked, "kernel_scores_larger")
+    assert row.measured == "holds from rung 2 of 2 (94.3 k parameters)" and row.verdict == HOLDS
+    assert row.claim.startswith("on the scale ladder: kernel scores") and "31.7 k contradicted" in row.note
+    never = scale.smallest_rung(checked, "kernel_lr_band")
+    assert never.measured == "not testable at any rung of this ladder"
+    shown = rungs.claims_display(checked)
+    assert list(shown.columns) == ["claim", "rung 1 (31.7 k, 1,000 steps)", "rung 2 (94.3 k, 1,000 steps)"]
+
+
+def test_a_claim_that_holds_at_no_rung_says_so():
+    checked = pd.DataFrame([{"rung": r, "steps": 1000, "n_params": n, "series": ladder.SIZE, "check": "kernel_gap",
+                             "source": "kernel post", "claim": "softmax beats the kernel", "verdict": v,
+                             "measured": "", "interval": "95% CI [1, 2]", "seeds": 3, "protocol": f"p{r}"}
+                            for r, n, v in ((1, 31_745, INCONCLUSIVE), (2, 94_289, CONTRADICTED))])
+    row = scale.smallest_rung(checked, "kernel_gap")
+    assert (row.measured, row.verdict, row.protocol) == ("at no rung of this ladder", CONTRADICTED, "p2")
+
+
+def test_the_ledger_adds_the_ladder_rows_only_where_the_build_has_a_ladder(tmp_path):
+    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    tables = {"ladder_seeds": seeds_frame(0.04, 0.0005), "ladder_claims": checked}
+    with_ladder = claims.ledger(tables, PUB)
+    without = claims.ledger({}, PUB)
+    assert len(with_ladder) == len(without) + len(scale.TRENDS) + len(claims.CHECKS)
+    assert list(with_ladder.columns) == contract.columns("ledger")
+    assert with_ladder.claim.iloc[len(without)] == "A³'s benefits shrink as models scale up"
