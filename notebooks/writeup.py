@@ -235,7 +235,22 @@ if "composability" in SHOWN:
                "composability")
 
 # %% [markdown]
-# ## 11. Claims ledger
+# ## 11. The config's own studies
+# A study trains every variant at each point of its axes (model or training
+# keys the config gives several values): each point's best validation loss,
+# paired by seed with softmax at the same point and with the same variant at
+# the study's first point.
+
+# %%
+studies = build.load_studies(TABLES)
+for name, table in studies.items():
+    show_table(build.study_display(table), f"The study ``{name}``: each point of its axes and variant.",
+               f"study_{name}")
+if not studies:
+    say("This build's config has no studies beyond the contest and the learning-rate sweep.")
+
+# %% [markdown]
+# ## 12. Claims ledger
 # Each claim of the posts, under the post it comes from, as a check over the
 # tables above: the value measured here, the published value, a verdict at
 # this build's protocol with the interval it rests on (or why there is none)

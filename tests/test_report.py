@@ -172,3 +172,24 @@ def test_every_figure_in_the_catalog_is_shown_with_the_rule_and_csvs_that_made_i
     still = page.figure_html("lr_sweep", 5)
     assert still.count("<img") == 1 and '<a href="../tables/lr_sweep.csv">lr_sweep.csv</a>' in still
     assert "from no table" in page.figure_html("score_orbit", 6)
+
+
+def test_a_study_reads_as_its_md_without_the_study_column(tmp_path):
+    from attnlab.pipeline.contract import columns
+
+    row = {c: None for c in columns("study")}
+    rows = [dict(row, study="kv", kv_heads=k, variant=v, lr="0.003", n_seeds=1, seeds="0", best_val_mean=m,
+                 best_val_std=0.0, n_diverged=0, n_params=1000, delta_vs_softmax=d, delta_ci_low=float("nan"),
+                 delta_ci_high=float("nan"), wins="0/1", n_paired=1, delta_vs_first=f, first_ci_low=float("nan"),
+                 first_ci_high=float("nan"), first_wins="0/1", interval_note=statistics.ONE_SEED)
+            for k, v, m, d, f in ((4, "softmax", 1.9, 0.0, 0.0), (4, "yat", 2.0, 0.1, 0.0),
+                                  (1, "softmax", 1.95, 0.0, 0.05), (1, "yat", 2.1, 0.15, 0.1))]
+    folder = tmp_path / "tables"
+    folder.mkdir()
+    pd.DataFrame(rows)[["study", "kv_heads"] + columns("study")[1:]].to_csv(folder / "study_kv.csv", index=False)
+    studies = build.load_studies(folder)
+    assert list(studies) == ["kv"]
+    shown = build.study_display(studies["kv"])
+    assert list(shown.columns[:3]) == ["kv_heads", "variant", "LR"] and "study" not in shown
+    assert list(shown.kv_heads) == ["4", "4", "1", "1"]
+    assert shown.iloc[3]["Δ vs first point (nats) [95% CI]"] == f"+0.1000 ({statistics.ONE_SEED})"

@@ -10,6 +10,10 @@ from attnlab.core import packages as attnlab_packages  # noqa: E402
 from attnlab.pipeline import environment as attnlab_environment  # noqa: E402
 
 LOCK = attnlab_environment.LOCK  # the checkout's constraints.txt, the one the notebook reads
+# The config of the protocol the posts published at (published.yaml's `protocol`): the writeup sets its size
+# beside this build's.
+_PUBLISHED = SRC / "attnlab" / "pipeline" / "published.yaml"
+PUBLISHED_CONFIG = f"config/{attnlab_config.parse_yaml(_PUBLISHED.read_text(), str(_PUBLISHED))['protocol']}.yaml"
 
 
 def locked_versions(wildcards=None):
@@ -51,6 +55,8 @@ rule writeup:
         figures=FIGURES,
         captions=CAPTIONS,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+        studies=STUDY_TABLES,
+        published_config=PUBLISHED_CONFIG,
         lock=[str(LOCK)] if LOCK.is_file() else [],
     output:
         notebook=str(paths.WRITEUP_NOTEBOOK),

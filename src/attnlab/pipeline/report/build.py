@@ -12,8 +12,10 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import contract, environment
+from attnlab.pipeline import contract, environment, paths
 from attnlab.pipeline.claims import build_protocol, published
+from attnlab.pipeline.tables import study as tables_study
+from attnlab.pipeline.tables.display import human
 from attnlab.pipeline.paths import results_dir
 from attnlab.pipeline.formatting import finite, plural
 
@@ -26,6 +28,20 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     if (Path(folder) / "composability.csv").is_file():
         tables["composability"] = pd.read_csv(Path(folder) / "composability.csv")
     return tables
+
+
+def load_studies(folder: Path) -> dict[str, pd.DataFrame]:
+    """The config's own studies' tables (study_<name>.csv), by study name, in name order."""
+    prefix = paths.study_file("")
+    return {path.stem.removeprefix(prefix): pd.read_csv(path)
+            for path in sorted(Path(folder).glob(f"{prefix}*.csv"))}
+
+
+def study_display(table: pd.DataFrame) -> pd.DataFrame:
+    """A study's table as study_<name>.md shows it (its axes are the columns between `study` and `variant`),
+    without the study column the caption names."""
+    axes = list(table.columns[1:list(table.columns).index("variant")])
+    return tables_study.study_display(table, axes).drop(columns="study").map(human)
 
 
 def protocol(runs: pd.DataFrame) -> str:
