@@ -15,7 +15,8 @@ from attnlab.core import config as config_module
 from attnlab.core.config import ConfigError, cell_slice, load_config, schema, validate_config
 from attnlab.core.studies import point_text
 from attnlab.pipeline import paths
-from attnlab.pipeline.grid import CellKey, Grid, check_corpus_room
+from attnlab.pipeline.cell_key import CellKey
+from attnlab.pipeline.grid import Grid, check_corpus_room
 from attnlab.pipeline.tables.study import study_table, write_study
 from conftest import REPO
 from processes import refused, snakemake
@@ -230,7 +231,7 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
     planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
     new = {f"results/studies/dropout/dropout=0.0/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
     assert planned["train_cell"] == new  # the dropout 0.1 cells are the contest's, already built
-    assert set(planned) == {"train_cell", "study_table"}, planned.keys()
+    assert set(planned) == {"train_cell", "study_table", "writeup"}, planned.keys()
     result = snakemake(ws, "--cores", "2", "--configfile", "config/dropout.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     table = pd.read_csv(ws / "results" / "tables" / "study_dropout.csv")
@@ -238,6 +239,9 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
                                                          (0.1, "yat")]
     assert (table.n_seeds == 2).all() and (table.n_paired == 2).all() and table.delta_ci_low.notna().all()
     contest = pd.read_csv(ws / "results" / "tables" / "runs.csv")
+    # a3's contest LR is the sweep's choice, so its seed-0 contest cell is a sweep cell too
+    assert set(contest.study) == {"contest", "sweep", "contest sweep"}
+    assert set(contest[contest.study == "contest sweep"].variant) == {"a3"}
     shared = table[table.dropout == 0.1].set_index("variant").best_val_mean
     at = contest[(contest.lr == 0.003) & contest.variant.isin(["softmax", "yat"])].groupby("variant").best_val_loss
     assert shared.to_dict() == pytest.approx(at.mean().to_dict())  # read from the contest's own bundles
@@ -247,5 +251,15 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
     planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
     assert planned["train_cell"] == {
         f"results/studies/dropout/dropout=0.05/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
-    assert set(planned) == {"train_cell", "study_table"}, planned.keys()
+    assert set(planned) == {"train_cell", "study_table", "writeup"}, planned.keys()
     assert plan(ws, corpus=corpus_path) == {}  # the smoke build itself is untouched
+
+
+def test_runs_csv_names_the_built_in_studies_of_each_cell():
+    from attnlab.pipeline.grid import grid
+    from attnlab.pipeline.tables.study import built_in_study
+
+    spec = json.loads(json.dumps(grid(load_config(REPO / "config" / "default.yaml"), {"a3": 0.01})))
+    runs = pd.DataFrame({"variant": ["softmax", "softmax", "softmax", "a3", "a3"],
+                         "lr": [0.003, 0.003, 0.001, 0.01, 0.01], "seed": [0, 1, 0, 0, 2]})
+    assert built_in_study(runs, spec) == ["contest sweep", "contest", "sweep", "contest sweep", "contest"]

@@ -19,7 +19,8 @@ rule train_cell:
     log:
         str(paths.TRAIN_LOG_PATTERN),
     message:
-        f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} in {paths.RESULTS}/{{wildcards.place}}"
+        f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
+        f"in {paths.RESULTS}/{{wildcards.place}}"
     shell:
         # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
         "set -o pipefail; python -m attnlab.training.train --cell-config {params.cell} --variant {wildcards.variant} "

@@ -49,8 +49,10 @@ COMPOSABILITY_CHECKS = ("variant", "kv_heads", "seeds", "dense_loss", "blockwise
 
 _TABLES = (
     # Every scalar of every bundle (nested keys joined by '.'); these are the ones the other tables read.
-    Table("runs", "collect", "one cell", ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged",
-                                          "diverged_step", "n_params", "path"), formats=("csv",), open=True),
+    # study: the built-in studies the cell belongs to ("contest", "sweep" or "contest sweep").
+    Table("runs", "collect", "one cell", ("study", "variant", "lr", "seed", "best_val_loss", "final_val_loss",
+                                          "diverged", "diverged_step", "n_params", "path"), formats=("csv",),
+          open=True),
     # best_val_mean/std over the contest seeds (std ddof 0, as the posts report it); the paired columns:
     #   delta_vs_softmax, the mean over the seeds both have of (variant - baseline) best validation loss in nats,
     #   each at its own contest LR (0 for the baseline), its 95% t-interval (NaN with one shared seed), wins

@@ -9,59 +9,14 @@ sweep, then `studies:` in order) owns it, and the others read its bundle.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 from attnlab.core import studies as studies_mod
-from attnlab.core.bundle_format import format_lr
 from attnlab.core.config import AUTO, cell_slice, to_json
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
+from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.paths import study_place
-
-
-@dataclass(frozen=True)
-class CellKey:
-    """One cell of one study. `lr` is the exact text that names its folder (format_lr), so two keys are equal
-    only when their LRs are the same float; `point` is ((dotted axis key, value), ...) in the study's order."""
-
-    variant: str
-    lr: str
-    seed: int
-    study: str = studies_mod.CONTEST
-    point: tuple[tuple[str, object], ...] = ()
-
-    @classmethod
-    def of(cls, variant: str, lr, seed, study: str = studies_mod.CONTEST, point=()) -> "CellKey":
-        """A key from an LR given as a number or as text (read back to its exact text)."""
-        return cls(variant, format_lr(lr), int(seed), study, tuple((k, v) for k, v in point))
-
-    @property
-    def lr_value(self) -> float:
-        return float(self.lr)
-
-    @property
-    def axes(self) -> dict:
-        """{axis column: value}: the point as a study table's columns show it."""
-        return {studies_mod.axis_column(key): value for key, value in self.point}
-
-    @property
-    def built_in(self) -> bool:
-        """A cell of the contest or the sweep (they share one folder tree, results/runs)."""
-        return self.study in studies_mod.BUILT_IN
-
-    def label(self) -> str:
-        where = "" if self.built_in else f" ({self.study} {studies_mod.point_text(self.point)})"
-        return f"{self.variant} lr={self.lr} seed={self.seed}{where}"
-
-    def to_json(self) -> dict:
-        return {"variant": self.variant, "lr": self.lr, "seed": self.seed, "study": self.study,
-                "point": [[key, value] for key, value in self.point]}
-
-    @classmethod
-    def from_json(cls, data: dict) -> "CellKey":
-        return cls.of(data["variant"], data["lr"], data["seed"], data.get("study", studies_mod.CONTEST),
-                      [tuple(pair) for pair in data.get("point", ())])
 
 
 class Grid:
@@ -201,12 +156,14 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
     unresolved auto variants contribute only their sweep cells. The sweep
     trains every sweep LR at each of its seeds (sweep.seeds, which defaults to
     the one sweep.seed). `cells` lists each distinct cell once as
-    [variant, LR, seed].
+    [variant, LR, seed]; `keys` every cell of each of the two studies as a CellKey (JSON), so a cell both
+    have appears once under each.
     """
     built = Grid({**cfg, "studies": []}, selected_lr)
     cells = {(key.variant, key.lr_value, key.seed) for key in built.trained()}
     return {
         "cells": sorted(cells),
+        "keys": [key.to_json() for name in studies_mod.BUILT_IN for key in built.cells(name)],
         "contest_lr": built.contest_lr,
         "auto": [v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO],
         "contest_seeds": list(cfg["contest"]["seeds"]),

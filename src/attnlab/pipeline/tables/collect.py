@@ -19,6 +19,7 @@ from attnlab.pipeline.tables.checks import check_expected, check_in_grid
 from attnlab.pipeline.tables.contest import best_lr_table, contest_table
 from attnlab.pipeline.tables.display import display, write_table
 from attnlab.pipeline.tables.runs import load_runs
+from attnlab.pipeline.tables.study import built_in_study
 from attnlab.pipeline.tables.sweep import sweep_table
 from attnlab.pipeline.tables.telemetry import telemetry_tables
 
@@ -28,6 +29,7 @@ def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path, expected: dict |
     checks.check_expected), stale bundles stop it first. Returns {name: table} in the contract's order."""
     runs, bundles = load_runs(bundle_dirs)
     check_in_grid(bundles, grid)
+    runs.insert(0, "study", built_in_study(runs, grid))
     if expected is not None:
         check_expected(bundles, expected)
     tables = build_tables(runs, bundles, grid)

@@ -26,7 +26,7 @@ from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import point_text, value_text
 from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE, columns
-from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.paths import study_file
 from attnlab.pipeline.paths import study_runs as study_runs_path
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
@@ -45,6 +45,15 @@ def study_runs(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
         rows.append({"study": key.study, **key.axes, "variant": key.variant, "lr": key.lr, "seed": key.seed,
                      **scalars})
     return pd.DataFrame(rows)
+
+
+def built_in_study(runs: pd.DataFrame, grid: dict) -> list[str]:
+    """runs.csv's `study` column: the built-in studies each cell belongs to ('contest', 'sweep' or both,
+    space-separated), from the grid's keys (attnlab.pipeline.grid.grid)."""
+    studies: dict[CellKey, list[str]] = {}
+    for key in map(CellKey.from_json, grid["keys"]):
+        studies.setdefault(CellKey.of(key.variant, key.lr, key.seed), []).append(key.study)
+    return [" ".join(studies.get(CellKey.of(v, lr, s), ())) for v, lr, s in zip(runs.variant, runs.lr, runs.seed)]
 
 
 def study_table(cells: list[tuple[CellKey, dict]], at_contest_lr: bool = False) -> pd.DataFrame:
