@@ -302,6 +302,7 @@ def one_cell(tmp_path_factory, corpus_path):
 
 
 TARGETS = ("results/tables/runs.csv", "results/tables/composability.csv")
+BEHAVIOUR_EDIT = "\n\ndef _an_edit_that_changes_behaviour():\n    return 1\n"
 
 
 def build(ws: Path, corpus: Path, *extra: str):
@@ -339,33 +340,26 @@ def digests(folder: Path) -> dict[str, str]:
 
 
 @pytest.mark.slow
-def test_lost_records_and_a_new_train_steps_stop_collection(one_cell, tmp_path, corpus_path):
+def test_lost_records_a_new_train_steps_and_a_model_edit_stop_collection_naming_each(one_cell, tmp_path, corpus_path):
+    """One build for both kinds of staleness: each must be named on its own (the key, and both fingerprints)."""
     ws = copy_of(one_cell, tmp_path / "ws")
     before = digests(bundle_of(ws))
+    trained_with = read_bundle(bundle_of(ws))["provenance"]["code_fingerprint"]
     shutil.rmtree(ws / ".snakemake")
     (ws / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny(steps=30), sort_keys=False))
+    model = ws / "src" / "attnlab" / "training" / "model.py"
+    model.write_text(model.read_text() + BEHAVIOUR_EDIT)
+    now = fingerprint.training_fingerprint("softmax", src=ws / "src")
+    assert now != trained_with
     result = build(ws, corpus_path)
     assert result.returncode != 0
     for name, rule in (("collect_tables", "train_cell"), ("composability_table", "train_cell")):
         log = collect_log(ws, name)
         assert "train.steps 20 in the bundle, 30 expected" in log, log[-2000:]
         assert f"--forcerun {rule}`" in log and "rm -rf results/" in log
+    assert f"code fingerprint {trained_with} in the bundle, {now} expected" in collect_log(ws)
     assert "--configfile config/tiny.yaml" in collect_log(ws)  # the fix is this build's own command
     assert digests(bundle_of(ws)) == before, "the stale bundle was changed"
-
-
-@pytest.mark.slow
-def test_lost_records_and_a_model_edit_stop_collection_naming_both_fingerprints(one_cell, tmp_path, corpus_path):
-    ws = copy_of(one_cell, tmp_path / "ws")
-    trained_with = read_bundle(bundle_of(ws))["provenance"]["code_fingerprint"]
-    shutil.rmtree(ws / ".snakemake")
-    model = ws / "src" / "attnlab" / "training" / "model.py"
-    model.write_text(model.read_text() + "\n\ndef _an_edit_that_changes_behaviour():\n    return 1\n")
-    now = fingerprint.training_fingerprint("softmax", src=ws / "src")
-    assert now != trained_with
-    result = build(ws, corpus_path)
-    assert result.returncode != 0
-    assert f"code fingerprint {trained_with} in the bundle, {now} expected" in collect_log(ws)
 
 
 @pytest.mark.slow
@@ -395,7 +389,7 @@ def test_lost_records_alone_recheck_and_pass_and_a_reverted_edit_plans_nothing(o
     assert pending(ws, corpus_path, "config/tiny.yaml", *TARGETS) == set()
     model = ws / "src" / "attnlab" / "training" / "model.py"
     original = model.read_text()
-    model.write_text(original + "\n\ndef _an_edit_that_changes_behaviour():\n    return 1\n")
+    model.write_text(original + BEHAVIOUR_EDIT)
     # Snakemake has no records of the training (none ran since), so only collection sees the edit ...
     assert pending(ws, corpus_path, "config/tiny.yaml", *TARGETS) == {"collect_tables", "composability_table"}
     model.write_text(original)
