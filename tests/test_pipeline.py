@@ -45,7 +45,7 @@ def test_smoke_dag_produces_the_tables(built):
 @pytest.mark.slow
 def test_smoke_dag_draws_every_figure_and_executes_the_writeup(built):
     figures = built / "results" / "figures"
-    for name in ("loss_curves.png", "loss_curves.gif", "lr_sweep.png", "depth_grid.png", "training_maps.png",
+    for name in ("loss_curves.png", "lr_sweep.png", "depth_grid.png", "training_maps.png",
                  "reading.gif", "score_orbit.gif", "scalars.png", "a3_gates.png", "entropy.png", "score_scale.png",
                  "mass_auroc.png"):
         assert (figures / name).stat().st_size > 1000, name
@@ -259,4 +259,5 @@ def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_pa
     expected = {out: recorded["command"].format(variant=variant, lr=lr, seed=seed, out=out, cell=cell,
                                                 code="{code}", log="{log}")
                 for out, variant, lr, seed in recorded["cells"]}
-    assert planned_train_commands(make_workspace(tmp_path), f"config/{name}.yaml", corpus_path) == expected
+    planned = planned_train_commands(make_workspace(tmp_path), f"config/{name}.yaml", corpus_path)
+    assert {out: command for out, command in planned.items() if out.startswith("results/runs/")} == expected
