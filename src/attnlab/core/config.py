@@ -168,7 +168,7 @@ def cell_slice(cfg: dict, node_schema: dict | None = None) -> dict:
 # ---- studies: checked key by key before the schema (so a refusal names the study and the key), then
 # point by point once the config is whole (so an axis value that makes an invalid model is named)
 
-STUDY_KEYS = ("name", *studies_mod.SECTIONS, "variants", "seeds", "lrs")
+STUDY_KEYS = ("name", *studies_mod.SECTIONS, "points", "variants", "seeds", "lrs")
 
 
 def check_study_keys(entries, node_schema: dict, source: str = "config") -> None:
@@ -195,6 +195,8 @@ def check_study_keys(entries, node_schema: dict, source: str = "config") -> None
             overrides = entry.get(section)
             if isinstance(overrides, dict):
                 problems += _override_problems(overrides, node_schema["properties"][section], f"{where}.{section}")
+        if "points" in entry:
+            problems += _points_problems(entry, node_schema, where)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
 
@@ -215,6 +217,47 @@ def _override_problems(overrides: dict, section_schema: dict, where: str) -> lis
         for j, item in enumerate(value if isinstance(value, list) else [value]):
             at = f"{where}.{key}[{j}]" if isinstance(value, list) else f"{where}.{key}"
             problems += [f"{at}: {error.message}" for error in _Validator(known[key]).iter_errors(item)]
+    return problems
+
+
+def _points_problems(entry: dict, node_schema: dict, where: str) -> list[str]:
+    """A study's `points`: a non-empty list of distinct mappings of model and train values (one value per key,
+    never a list), every point setting the same keys, none of them a key the study also sets outside its points."""
+    points = entry["points"]
+    if not isinstance(points, list) or not points:
+        return [f"{where}.points: a list of at least one point, each a mapping of model and train values "
+                "(for example - model: {d_model: 64, layers: 2})"]
+    elsewhere = {f"{s}.{k}" for s in studies_mod.SECTIONS if isinstance(entry.get(s), dict) for k in entry[s]}
+    problems, first, seen = [], None, set()
+    for i, point in enumerate(points):
+        at = f"{where}.points[{i}]"
+        if not isinstance(point, dict) or not point:
+            problems.append(f"{at}: a point is a mapping of model and train values, e.g. model: {{d_model: 64}}")
+            continue
+        keys = set()
+        for section, overrides in point.items():
+            if section not in studies_mod.SECTIONS or not isinstance(overrides, dict):
+                problems.append(f"{at}.{section}: a point sets model and train keys only, each section a mapping")
+                continue
+            for key, value in overrides.items():
+                if isinstance(value, list):
+                    problems.append(f"{at}.{section}.{key}: a point sets one value per key; to vary the key across "
+                                    f"every point, give the list as {where}.{section}.{key} instead")
+            problems += _override_problems({k: v for k, v in overrides.items() if not isinstance(v, list)},
+                                           node_schema["properties"][section], f"{at}.{section}")
+            keys |= {f"{section}.{key}" for key in overrides}
+        for key in sorted(keys & elsewhere):
+            problems.append(f"{at}: {key} is also set by the study outside its points; set it in one place")
+        if first is None:
+            first = keys
+        elif keys != first:
+            problems.append(f"{at}: sets {', '.join(sorted(keys)) or 'nothing'}, but points[0] sets "
+                            f"{', '.join(sorted(first))}; every point sets the same keys (they are the study's "
+                            "columns)")
+        text = to_json(point)
+        if text in seen:
+            problems.append(f"{at}: the same point is listed twice; list each point once")
+        seen.add(text)
     return problems
 
 

@@ -5,10 +5,13 @@ seed at its contest LR) and the LR sweep (every variant x sweep LR x sweep
 seed), written in their own sections. Further studies are listed under
 `studies:`; each overrides model and train keys, and a key given a list is an
 axis: the study's cells are the product of its axes x its variants x seeds x
-LRs. A point is one combination of axis values; the config a point trains
-with is the base config with the study's fixed overrides and the point's
-values written in. JAX-free: the loader checks studies with these, the
-pipeline's grid expands them into cells.
+LRs. Keys that must move together (a model size: d_model, layers and heads
+rising at once) are listed as `points`, each a set of model and train values;
+the points are crossed with the axes like one more axis. A point is one
+combination of these values; the config a point trains with is the base
+config with the study's fixed overrides and the point's values written in.
+JAX-free: the loader checks studies with these, the pipeline's grid expands
+them into cells.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ class Study:
     """One study: its fixed overrides, its axes, and the variants, seeds and LRs its cells train at.
 
     `fixed` and `axes` use dotted keys ("model.dropout"); `lrs` is None for each
-    variant's contest LR, else the study's own LRs (floats).
+    variant's contest LR, else the study's own LRs (floats). `listed` holds the
+    study's `points`, each ((dotted key, value), ...) with the same keys, crossed
+    with the axes (empty: the axes alone).
     """
 
     name: str
@@ -40,20 +45,25 @@ class Study:
     variants: tuple[str, ...]
     seeds: tuple[int, ...]
     lrs: tuple[float, ...] | None
+    listed: tuple[tuple[tuple[str, object], ...], ...] = ()
 
     def points(self) -> list[tuple[tuple[str, object], ...]]:
-        """Every combination of axis values, in the order the config lists them (one empty point without axes)."""
+        """Every listed point crossed with every combination of axis values, in the order the config gives them
+        (one empty point without either)."""
         keys = [key for key, _ in self.axes]
-        return [tuple(zip(keys, values)) for values in itertools.product(*(values for _, values in self.axes))]
+        combos = [tuple(zip(keys, values)) for values in itertools.product(*(values for _, values in self.axes))]
+        return [listed + combo for listed in (self.listed or ((),)) for combo in combos]
 
     def size(self) -> int:
         """How many cells the study has: points x variants x seeds x LRs."""
         lrs = len(self.lrs) if self.lrs is not None else 1
-        return math.prod(len(values) for _, values in self.axes) * len(self.variants) * len(self.seeds) * lrs
+        combos = math.prod(len(values) for _, values in self.axes)
+        return max(len(self.listed), 1) * combos * len(self.variants) * len(self.seeds) * lrs
 
     @property
     def axis_keys(self) -> tuple[str, ...]:
-        return tuple(key for key, _ in self.axes)
+        listed = tuple(key for key, _ in self.listed[0]) if self.listed else ()
+        return listed + tuple(key for key, _ in self.axes)
 
 
 def studies(cfg: dict) -> list[Study]:
@@ -75,11 +85,13 @@ def study(entry: dict, cfg: dict) -> Study:
             (axes if isinstance(value, list) else fixed).append(
                 (f"{section}.{key}", tuple(value) if isinstance(value, list) else value))
     lrs = entry.get("lrs", CONTEST_LRS)
+    listed = tuple(tuple((f"{section}.{key}", value) for section in SECTIONS
+                         for key, value in (point.get(section) or {}).items()) for point in entry.get("points") or ())
     return Study(
         name=entry["name"], fixed=tuple(fixed), axes=tuple(axes),
         variants=tuple(entry.get("variants") or cfg["variants"]),
         seeds=tuple(entry.get("seeds") or cfg["contest"]["seeds"]),
-        lrs=None if lrs == CONTEST_LRS else tuple(float(lr) for lr in lrs),
+        lrs=None if lrs == CONTEST_LRS else tuple(float(lr) for lr in lrs), listed=listed,
     )
 
 
