@@ -14,6 +14,7 @@ include: "workflow/rules/train.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
+include: "workflow/rules/ladder.smk"
 include: "workflow/rules/writeup.smk"
 
 # On a cluster, only training is worth a job of its own: every other rule declares `localrule: True` and
@@ -31,3 +32,4 @@ rule all:
         writeup=WRITEUP,
         studies=STUDY_TABLES,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+        ladder=LADDER_OUTPUTS,

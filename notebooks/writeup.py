@@ -27,7 +27,7 @@
 # Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
 from IPython.display import HTML, Markdown, display
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, scale, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
 from attnlab.pipeline.tables.display import details, shown
 
@@ -41,6 +41,8 @@ PROTOCOL = build.protocol(runs)
 SHOWN = {name for name, table in tables.items() if not table.empty} | {"ledger"}
 if not a3.has_temperature_arm(tables["a3_vs_temperature"]):
     SHOWN.discard("a3_vs_temperature")
+ladder_tables = scale.load(TABLES)  # the scale ladder's tables, when the build has one
+SHOWN |= set(ladder_tables)
 numbers = page.Numbering()
 
 
@@ -250,7 +252,31 @@ if not studies:
     say("This build's config has no studies beyond the contest and the learning-rate sweep.")
 
 # %% [markdown]
-# ## 12. Claims ledger
+# ## 12. Scale
+# The scale ladder (`config/ladder.yaml`) trains the variants at model sizes
+# rising together in width, depth and heads, and one size also for longer,
+# from the same seeds on the same batches. It asks the two claims the posts
+# make about scale (A³'s benefit shrinks as models grow; the kernel's gap to
+# softmax closes), and at which size each other claim starts to hold.
+
+# %%
+if "ladder" in ladder_tables:
+    show_table(scale.ladder_shown(ladder_tables["ladder"]),
+               "The scale ladder: each rung and variant, paired by seed with softmax at the same rung.", "ladder",
+               css="small")
+    show_figure("ladder_gap")
+    show_figure("ladder_telemetry")
+    show_figure("ladder_length")
+    if "ladder_claims" in ladder_tables:
+        show_table(scale.claims_shown(ladder_tables["ladder_claims"]),
+                   "Each claim of the ledger checked on each rung's cells alone: its verdict there.", "ladder_claims",
+                   css="small")
+    say(scale.scale_results(ladder_tables["ladder"], claims_table))
+else:
+    say("This build has no scale ladder (a study named `ladder`, as in `config/ladder.yaml`).")
+
+# %% [markdown]
+# ## 13. Claims ledger
 # Each claim of the posts, under the post it comes from, as a check over the
 # tables above: the value measured here, the published value, a verdict at
 # this build's protocol with the interval it rests on (or why there is none)

@@ -1,4 +1,5 @@
-"""A small synthetic results folder: every table the collect step writes, the ledger, every figure file.
+"""A small synthetic results folder: every table the collect step writes, a scale ladder's tables, the ledger,
+every figure file.
 
 The tables follow the table contract (attnlab.pipeline.contract) with made-up
 losses and telemetry for five variants over three seeds; the ledger is the
@@ -149,6 +150,48 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
     return {name: found[name][contract.columns(name)] if name != "runs" else found[name] for name in found}
 
 
+LADDER_RUNGS = (31_745, 94_289, 327_105)  # softmax's parameters at each rung of the synthetic scale ladder
+
+
+def ladder_tables(protocol: str) -> dict[str, pd.DataFrame]:
+    """A three-rung scale ladder (the second rung also trained 4x longer) of the contest's variants, and every
+    check of the ledger at each rung, as the ladder rules write them (attnlab.pipeline.tables.ladder)."""
+    from attnlab.pipeline import claims
+    from attnlab.pipeline.tables import ladder
+
+    rows = []
+    for rung, n in enumerate(LADDER_RUNGS, start=1):
+        for steps in (1000, 4000) if rung == 2 else (1000,):
+            for v in ("softmax", "yat", "yat_b", "a3"):
+                for s in SEEDS:
+                    delta = {"softmax": 0.0, "yat": 0.06 - 0.01 * rung, "yat_b": 0.05 - 0.01 * rung,
+                             "a3": -0.04 + 0.01 * rung}[v] + 0.002 * s
+                    rows.append({"rung": rung, "d_model": 16 * (rung + 1), "steps": steps, "variant": v,
+                                 "lr": 3e-3, "seed": s, "n_params": n + PARAMS[v] - PARAMS["softmax"],
+                                 "log10_n_params": math.log10(n), "best_val_loss": 2.0 - 0.1 * rung + delta,
+                                 "diverged": False, "max_score": top_score(v) * (1 + 0.1 * s),
+                                 "entropy_mean": 0.5 + (0.2 if v.startswith("yat") else 0.0) + 0.01 * s,
+                                 "a3_gate_mean": 0.9 if v == "a3" else np.nan, "delta_vs_softmax": delta,
+                                 "max_score_ratio": top_score(v) / top_score("softmax"),
+                                 "entropy_gap": 0.2 if v.startswith("yat") else 0.0,
+                                 "series": ladder.SIZE if steps == 1000 else ladder.LENGTH})
+    seeds = pd.DataFrame(rows)
+    seeds = seeds[ladder.seed_columns(["d_model"])]
+    verdicts = claims.ledger(tables(protocol))
+    checked = pd.DataFrame([{"rung": rung, "d_model": 16 * (rung + 1), "steps": 1000, "n_params": n,
+                             "series": ladder.SIZE, "check": check.__name__, "source": row.source,
+                             "claim": row.claim, "verdict": row.verdict if rung == 3 else statistics.INCONCLUSIVE,
+                             "measured": row.measured, "interval": row.interval, "seeds": row.seeds,
+                             "protocol": f"{protocol} (scale ladder rung {rung})"}
+                            for rung, n in enumerate(LADDER_RUNGS, start=1)
+                            for check, row in zip(claims.CHECKS, verdicts.itertuples())])
+    return {"ladder": ladder.ladder_table(seeds), "ladder_seeds": seeds, "ladder_claims": checked}
+
+
+def top_score(variant: str) -> float:
+    return {"softmax": 20.0, "yat": 40_000.0, "yat_b": 9_000.0, "a3": 30.0}[variant]
+
+
 def write(root: Path, protocol: str = "paper") -> Path:
     """A workspace at root: results/tables (every collected table and the ledger), results/figures (tiny
     images under the catalog's names), and the repository's workflow/ and config/ beside them (captions,
@@ -157,7 +200,7 @@ def write(root: Path, protocol: str = "paper") -> Path:
 
     folder = root / "results" / "tables"
     folder.mkdir(parents=True)
-    made = tables(protocol)
+    made = tables(protocol) | ladder_tables(protocol)
     for name, table in made.items():
         table.to_csv(folder / f"{name}.csv", index=False)
     claims.ledger(made).to_csv(folder / "ledger.csv", index=False)

@@ -24,6 +24,7 @@ from attnlab.pipeline.figures.style import (VARIANT_MARKERS, default_style, pars
 from attnlab.pipeline.figures.window import char_label, label_every, set_position_ticks, window_ruler
 from attnlab.training.bundle_writer import write_bundle
 from conftest import REPO
+from results_folder import ladder_tables
 
 # The variants the project names; every figure tells them apart by marker as well as by colour.
 NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
@@ -324,6 +325,8 @@ def tiny_tables(tmp_path_factory):
     best_lr_table(runs, spec, contest).to_csv(tables / "best_lr.csv", index=False)
     for name, table in telemetry_tables([summary for _, summary in made], contest).items():
         assert not table.empty, name
+        table.to_csv(tables / f"{name}.csv", index=False)
+    for name, table in ladder_tables("smoke").items():  # what the scale ladder's figures read
         table.to_csv(tables / f"{name}.csv", index=False)
     return root
 

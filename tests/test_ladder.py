@@ -8,21 +8,30 @@ flips the verdict, and a claim that holds only from the second rung must say so.
 
 from __future__ import annotations
 
+import importlib
 import json
 import math
 
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 from scipy import stats
 
+from attnlab.core import studies
 from attnlab.core.bundle_format import BUNDLE_FILE, BundleError
+from attnlab.core.config import cell_slice, load_config, validate_config
+from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics
 from attnlab.pipeline.bundle_reader import read_bundle
 from attnlab.pipeline.claims import rungs, scale
+from attnlab.pipeline.figures import catalog
+from attnlab.pipeline.figures.style import parse_style
 from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.report import scale as report_scale
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.pipeline.tables import ladder
+from conftest import REPO
 from test_contract import synthetic_bundle
 
 PUB = claims.published()
@@ -193,7 +202,7 @@ def seeds_frame(a3_slope, noise=0.0, rungs=4):
 def test_a3s_benefit_shrinks_holds_when_its_gain_falls_with_size_and_not_otherwise(slope, noise, verdict):
     row = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(slope, noise)}, PUB, "synthetic")
     assert row.verdict == verdict, row
-    assert row.seeds == 3 and "slope" in row.interval and "synthetic ladder: 4 rungs" in row.protocol
+    assert row.seeds == 3 and "slope" in row.interval and "synthetic (scale ladder: 4 rungs" in row.protocol
     assert float(row.measured.split()[1]) == pytest.approx(-slope, abs=0.01)  # the gain is minus a3's delta
 
 
@@ -263,3 +272,127 @@ def test_the_ledger_adds_the_ladder_rows_only_where_the_build_has_a_ladder(tmp_p
     assert len(with_ladder) == len(without) + len(scale.TRENDS) + len(claims.CHECKS)
     assert list(with_ladder.columns) == contract.columns("ledger")
     assert with_ladder.claim.iloc[len(without)] == "A³'s benefits shrink as models scale up"
+
+
+# ---- the config: points whose keys move together
+
+
+def ladder_config(points, **study):
+    raw = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    raw["studies"] = [{"name": "ladder", "points": points, **study}]
+    return raw
+
+
+def test_points_cross_the_axes_and_each_sets_its_keys_together():
+    cfg = validate_config(ladder_config([{"model": {"d_model": 32, "heads": 2}, "train": {"steps": 60}},
+                                         {"model": {"d_model": 48, "heads": 3}, "train": {"steps": 120}}],
+                                        model={"dropout": [0.0, 0.1]}))
+    study = studies.studies(cfg)[-1]
+    assert study.size() == 2 * 2 * len(cfg["variants"]) * len(cfg["contest"]["seeds"])
+    assert study.axis_keys == ("model.d_model", "model.heads", "train.steps", "model.dropout")
+    assert study.points()[2] == (("model.d_model", 48), ("model.heads", 3), ("train.steps", 120),
+                                 ("model.dropout", 0.0))
+    assert studies.point_text(study.points()[0]) == "d_model=32,heads=2,steps=60,dropout=0.0"
+
+
+@pytest.mark.parametrize("points,study,refusal", [
+    ([], {}, r"studies\.ladder\.points: a list of at least one point"),
+    ([{"model": {"d_model": [32, 48]}}], {}, r"points\[0\]\.model\.d_model: a point sets one value per key"),
+    ([{"model": {"d_model": 32}}, {"model": {"d_model": 48, "heads": 3}}], {},
+     r"points\[1\]: sets model\.d_model, model\.heads, but points\[0\] sets model\.d_model; every point sets the "
+     r"same keys"),
+    ([{"model": {"d_model": 32}}, {"model": {"d_model": 32}}], {}, r"points\[1\]: the same point is listed twice"),
+    ([{"model": {"d_model": 32}}], {"model": {"d_model": 64}}, r"model\.d_model is also set by the study outside"),
+    ([{"model": {"d_modle": 32}}], {}, r"points\[0\]\.model\.d_modle: unknown key"),
+    ([{"data": {"train_fraction": 0.5}}], {}, r"points\[0\]\.data: a point sets model and train keys only"),
+    ([{"model": {"d_model": 30, "heads": 4}}], {}, r"studies\.ladder at d_model=30,heads=4: model\.heads: 4 does not "
+                                                    r"divide model\.d_model 30"),
+    (["rung"], {}, r"points\[0\]: a point is a mapping of model and train values"),
+])
+def test_a_bad_point_is_refused_before_any_job_naming_the_study_and_the_key(points, study, refusal):
+    with pytest.raises(ConfigError, match=refusal):
+        validate_config(ladder_config(points, **study))
+
+
+def test_the_ladder_config_spans_25x_from_about_30k_with_a_length_axis_at_one_rung():
+    cfg = load_config(REPO / "config" / "ladder.yaml")
+    study = studies.studies(cfg)[-1]
+    assert study.name == ladder.LADDER and set(study.variants) == set(VARIANTS) and len(study.seeds) == 3
+    rungs = {}
+    for point in study.points():
+        values = dict(point)
+        d_model = values["model.d_model"]
+        assert values["model.d_ff"] == 4 * d_model and d_model // values["model.heads"] == 16
+        rungs.setdefault((d_model, values["model.layers"], values["model.heads"]), set()).add(values["train.steps"])
+    sizes = {rung: RUNGS[rung] for rung in rungs}  # the counts `attnlab params` prints at each rung
+    assert len(rungs) >= 4 and max(sizes.values()) / min(sizes.values()) >= 25 and min(sizes.values()) < 40_000
+    assert [steps for steps in rungs.values() if len(steps) > 1] == [{1000, 4000}]
+    assert len({lr for v, lr in cfg["contest"]["lr"].items()}) == 1, "one LR for every variant"
+
+
+def test_the_smoke_config_has_a_two_rung_ladder_whose_first_rung_is_its_contest():
+    cfg = load_config(REPO / "config" / "smoke.yaml")
+    study = studies.studies(cfg)[-1]
+    assert study.name == ladder.LADDER and len(study.points()) == 2
+    first = studies.resolved(cfg, study.fixed + study.points()[0])
+    assert cell_slice(first) == cell_slice(cfg), "the first rung is the contest's model: its cells train once"
+
+
+def test_the_ladder_figures_are_drawn_only_for_a_build_with_a_ladder():
+    drawn = [f.name for f in catalog.FIGURES if f.study == ladder.LADDER]
+    assert drawn == ["ladder_gap", "ladder_telemetry", "ladder_length"]
+    assert not any(catalog.BY_NAME[name].drawn_for(["composability"]) for name in drawn)
+    assert all(catalog.BY_NAME[name].drawn_for(["composability", "ladder"]) for name in drawn)
+    assert catalog.BY_NAME["lr_sweep"].drawn_for([])
+
+
+# ---- the figures and the writeup's Scale section
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("ladder")
+    ladder.write_ladder(cells(longer=(48, 3, 3)), folder)
+    return folder
+
+
+@pytest.mark.parametrize("name", ["ladder_gap", "ladder_telemetry", "ladder_length"])
+def test_each_ladder_figure_draws_its_lines_and_the_published_points(written, name):
+    module = importlib.import_module(f"attnlab.pipeline.figures.{name}")
+    tables = {t: pd.read_csv(written / f"{t}.csv") for t in ("ladder", "ladder_seeds")}
+    fig = module.draw(module.load(tables, parse_style("{}")), parse_style("{}"))
+    lines = [line for ax in fig.axes for line in ax.get_lines()]
+    hollow = [line for line in lines if line.get_markerfacecolor() == "white"]
+    if name == "ladder_length":
+        assert {tuple(line.get_xdata()) for line in lines if len(line.get_xdata()) == 2} >= {(1000.0, 4000.0)} or \
+            any(np.allclose(sorted(line.get_xdata()), [1000, 4000], rtol=0.05) for line in lines)
+        assert not hollow
+    else:
+        assert hollow, "the posts' numbers at 2.72 M are drawn"
+        assert all(line.get_xdata()[0] == pytest.approx(PUB["params"]["softmax"]) for line in hollow)
+
+
+def test_a_figure_without_rows_says_so_instead_of_drawing_nothing():
+    from attnlab.pipeline.figures import ladder_length
+
+    empty = {"ladder": pd.DataFrame(columns=ladder.ladder_columns([])),
+             "ladder_seeds": pd.DataFrame(columns=contract.columns("ladder_seeds"))}
+    fig = ladder_length.draw(ladder_length.load(empty, parse_style("{}")), parse_style("{}"))
+    assert "no rung at more than one length" in " ".join(t.get_text() for ax in fig.axes for t in ax.texts)
+
+
+def test_the_scale_section_says_each_trend_and_names_the_lr_confound(written, tmp_path):
+    table = pd.read_csv(written / "ladder.csv")
+    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    ledger = claims.ledger({"ladder_seeds": pd.read_csv(written / "ladder_seeds.csv"), "ladder_claims": checked}, PUB)
+    text = report_scale.scale_results(table, ledger)
+    assert "4 variants at 4 rungs from 31.7 k to 818 k parameters, 1,000 steps each, over 3 seeds" in text
+    assert "A³'s benefits shrink as models scale up: holds (slope +" not in text
+    assert "yat's gap to softmax closes with scale: holds" in text
+    assert "Every variant trains at LR 0.003 at every rung" in text and "confound" in text
+    assert "At rung 2, trained for 1,000 and 4,000 steps" in text
+    assert "kernel scores are orders of magnitude larger than softmax logits (from rung 2 of 2" in text
+    mixed = table.assign(lr=np.where(table.variant == "softmax", 3e-4, table.lr))
+    assert "different LRs (softmax at 0.0003, yat at 0.003" in report_scale.lr_sentence(mixed)
+    shown = report_scale.claims_shown(checked)
+    assert set(shown.iloc[:, 1:].stack()) <= set(statistics.VERDICTS)

@@ -37,12 +37,14 @@ def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | 
     return planned
 
 
-def planned_cells(planned: dict[str, set[str]]) -> set[tuple[str, str, str]]:
-    """(variant, lr, seed) of every training cell a plan would retrain."""
+def planned_cells(planned: dict[str, set[str]], place: str = "runs") -> set[tuple[str, str, str]]:
+    """(variant, lr, seed) of every training cell a plan would retrain under results/<place> (the contest and
+    the sweep's folder by default; a study's point is studies/<study>/<axis values>)."""
     cells = set()
     for path in planned.get("train_cell", ()):
-        match = re.search(r"runs/(\w+)/lr([0-9.e+-]+)/seed(\d+)", path)
-        cells.add(match.groups())
+        match = re.search(r"results/(.+)/(\w+)/lr([0-9.e+-]+)/seed(\d+)", path)
+        if match.group(1) == place:
+            cells.add(match.groups()[1:])
     return cells
 
 

@@ -5,11 +5,14 @@
 
 from attnlab.pipeline.figures import catalog as figure_catalog  # noqa: E402
 
+# The figures this build draws: every figure of the catalog, but a study's figures (the scale ladder's)
+# only when the config has that study.
+DRAWN = [entry for entry in figure_catalog.FIGURES if entry.drawn_for(GRID.names())]
 # Every file the figure rules write (an animation's poster included): rule all and the writeup need them.
-FIGURES = [str(path) for entry in figure_catalog.FIGURES for path in entry.output_paths().values()]
+FIGURES = [str(path) for entry in DRAWN for path in entry.output_paths().values()]
 # One caption per figure, the single source of both the Snakemake report's captions and the
 # writeup's numbered ones (the writeup reads them; editing a caption reruns only the writeup).
-CAPTIONS = [str(entry.caption) for entry in figure_catalog.FIGURES]
+CAPTIONS = [str(entry.caption) for entry in DRAWN]
 
 
 def figure_style(wildcards=None):
@@ -32,7 +35,7 @@ def figure_arguments(entry):
     return " ".join(shlex.quote(f"--table={name}={path}") for name, path in entry.table_paths().items())
 
 
-for figure in figure_catalog.FIGURES:
+for figure in DRAWN:
 
     rule:
         name:

@@ -31,6 +31,7 @@ rule ledger:
     input:
         tables=TABLES,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+        ladder=LADDER_OUTPUTS,
     output:
         ledger=LEDGER,
     params:
@@ -55,6 +56,7 @@ rule writeup:
         figures=FIGURES,
         captions=CAPTIONS,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
+        ladder=LADDER_OUTPUTS,
         studies=STUDY_TABLES,
         published_config=PUBLISHED_CONFIG,
         lock=[str(LOCK)] if LOCK.is_file() else [],

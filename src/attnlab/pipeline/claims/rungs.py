@@ -26,10 +26,16 @@ from attnlab.pipeline import contract
 from attnlab.pipeline.claims.common import published
 from attnlab.pipeline.claims.ledger import CHECKS
 from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.statistics import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
-from attnlab.pipeline.tables.ladder import STEPS, axis_columns, cell_frame, params_text, read_cells
+from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text, read_cells
 from attnlab.pipeline.tables.runs import flatten
 from attnlab.pipeline.tables.display import write_table
+
+
+def rung_protocol(protocol: str, rung: int, n_params: int, steps: int) -> str:
+    """'ladder (scale ladder rung 4: 818 k parameters, 1,000 steps)': what a verdict at one point was measured at."""
+    return f"{protocol} ({LADDER_PROTOCOL} rung {rung}: {params_text(n_params)} parameters, {steps:,} steps)"
 
 
 def point_grid(cells: list[tuple[CellKey, dict]], protocol: str) -> dict:
@@ -43,10 +49,11 @@ def point_grid(cells: list[tuple[CellKey, dict]], protocol: str) -> dict:
 
 
 def point_tables(cells: list[tuple[CellKey, dict]], protocol: str) -> dict[str, pd.DataFrame]:
-    """Every collected table of one point's cells, as the ledger reads a build's."""
+    """Every collected table of one point's cells, as the ledger reads a build's (runs.csv's `study` column
+    names the ladder)."""
     bundles = [bundle for _, bundle in cells]
-    runs = pd.DataFrame([flatten({k: v for k, v in b.items() if k != "files"}) for b in bundles])
-    runs = runs.sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
+    rows = [{"study": cell.study, **flatten({k: v for k, v in b.items() if k != "files"})} for cell, b in cells]
+    runs = pd.DataFrame(rows).sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
     return build_tables(runs, bundles, point_grid(cells, protocol))
 
 
@@ -63,7 +70,7 @@ def rung_claims(cells: list[tuple[CellKey, dict]], protocol: str, pub: dict | No
         where = at_point.iloc[0]
         base = at_point[at_point.variant == contract.BASELINE]
         n_params = int((base if len(base) else at_point).n_params.min())
-        at = f"{protocol} ladder, rung {int(where.rung)} ({params_text(n_params)} parameters, {int(where[STEPS]):,} steps)"
+        at = rung_protocol(protocol, int(where.rung), n_params, int(where[STEPS]))
         tables = point_tables([cells[i] for i in at_point.index], at)
         for check in CHECKS:
             claim = check(tables, pub, at)
@@ -85,12 +92,13 @@ def claims_columns(axes: list[str]) -> list[str]:
 
 
 def claims_display(table: pd.DataFrame) -> pd.DataFrame:
-    """For reading: one row per check, one column per point (its verdict)."""
+    """For reading: one row per check, one column per point (its verdict word; the protocol is the column's)."""
     if table.empty:
         return pd.DataFrame(columns=["claim"])
     label = table.apply(lambda r: f"rung {r.rung} ({params_text(r.n_params)}, {r[STEPS]:,} steps)", axis=1)
-    wide = table.assign(point=label).pivot_table(index=["check", "claim"], columns="point", values="verdict",
-                                                 aggfunc="first", sort=False)
+    words = table.verdict.map(verdict_word)
+    wide = table.assign(point=label, word=words).pivot_table(index=["check", "claim"], columns="point",
+                                                             values="word", aggfunc="first", sort=False)
     points = list(dict.fromkeys(label))
     return wide.reset_index()[["claim", *points]]
 

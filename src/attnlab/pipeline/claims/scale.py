@@ -19,10 +19,11 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, Claim, judged, table_of, untestable
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.statistics import BY_CONSTRUCTION, HOLDS, describe, one_sided
-from attnlab.pipeline.tables.ladder import SIZE, STEPS, params_text
+from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, params_text
 
 TREND_UNIT = "nats per tenfold parameters"
 TREND_KERNELS = ("yat", "yat_b")
+ON_THE_LADDER = "on the scale ladder: "  # how a claim's smallest-rung row begins
 HOLDING = (HOLDS, BY_CONSTRUCTION)  # a rung where a claim holds: its check holds, or the construction settles it
 
 
@@ -41,11 +42,21 @@ def trend(rows: pd.DataFrame, variant: str, sign: float) -> statistics.Estimate:
 
 
 def ladder_protocol(rows: pd.DataFrame, protocol: str) -> str:
-    """'<protocol> ladder: 4 rungs, 31.7 k–818 k parameters, 1,000 steps'."""
+    """'ladder (scale ladder: 4 rungs, 31.7 k–818 k parameters, 1,000 steps)'."""
     sizes = rows[rows.variant == BASELINE].n_params if (rows.variant == BASELINE).any() else rows.n_params
     rungs = rows.rung.nunique()
-    return (f"{protocol} ladder: {rungs} rung{'s' if rungs != 1 else ''}, {params_text(sizes.min())}–"
-            f"{params_text(sizes.max())} parameters, {int(rows[STEPS].iloc[0]):,} steps")
+    return (f"{protocol} ({LADDER_PROTOCOL}: {rungs} rung{'s' if rungs != 1 else ''}, {params_text(sizes.min())}–"
+            f"{params_text(sizes.max())} parameters, {int(rows[STEPS].iloc[0]):,} steps)")
+
+
+def is_ladder_row(row) -> bool:
+    """Whether a ledger row is one of the scale ladder's (its protocol names the ladder)."""
+    return f"({LADDER_PROTOCOL}" in str(row.protocol)
+
+
+def is_rung_row(row) -> bool:
+    """Whether a ledger row is a claim's smallest rung (not one of the trends)."""
+    return is_ladder_row(row) and str(row.claim).startswith(ON_THE_LADDER)
 
 
 def by_rung(rows: pd.DataFrame, variant: str, sign: float) -> str:
@@ -121,9 +132,10 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
     rows = checked[checked.check == check].sort_values(["rung", STEPS], kind="stable")
     size = rows[rows.series == SIZE]
     last = size.iloc[-1] if len(size) else rows.iloc[-1]
-    claim = Claim(last.source, f"on the scale ladder: {last.claim}",
+    claim = Claim(last.source, f"{ON_THE_LADDER}{last.claim}",
                   "its own check on each rung's cells alone (every variant at its ladder LR, the ladder's seeds): "
-                  "the smallest rung where it holds; the verdict is the largest rung's", "–", "–", str(last.verdict),
+                  "the smallest rung where it holds; the verdict is the largest rung's", "–", "–",
+                  str(last.verdict),
                   interval=str(last.interval) if pd.notna(last.interval) else "", seeds=int(last.seeds),
                   protocol=str(last.protocol))
     holding = size[size.verdict.map(statistics.verdict_word).isin(HOLDING)]

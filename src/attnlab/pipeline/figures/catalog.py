@@ -29,6 +29,11 @@ class Figure:
     tables: tuple[str, ...]  # results/tables/<table>.csv; runs.csv also leads to the bundles it lists
     message: str  # what the rule says while it draws
     animated: bool = False
+    study: str | None = None  # drawn only for a config with this study (config `studies:`); None: always
+
+    def drawn_for(self, studies) -> bool:
+        """Whether a build whose config has these studies (names) draws this figure."""
+        return self.study is None or self.study in studies
 
     @property
     def module(self) -> str:
@@ -91,6 +96,13 @@ FIGURES = (
            "Drawing the kernel mass against next-token correctness (ROC and distributions)"),
     Figure("paired_differences", ("runs", "contest", "best_lr"),
            "Drawing each variant's paired difference from softmax with its interval"),
+    Figure("ladder_gap", ("ladder", "ladder_seeds"),
+           "Drawing the scale ladder's paired difference from softmax against parameter count", study="ladder"),
+    Figure("ladder_telemetry", ("ladder", "ladder_seeds"),
+           "Drawing the scale ladder's score scale, entropy gap and A3 gate against parameter count",
+           study="ladder"),
+    Figure("ladder_length", ("ladder", "ladder_seeds"),
+           "Drawing the scale ladder's training-length axis", study="ladder"),
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}
 

@@ -30,8 +30,8 @@ def draw(data: dict, style: dict):
     table, seeds = data["ladder"], data["seeds"]
     fig, (loss_ax, gap_ax) = new_figure(style, 9.0, 3.6, ncols=2, layout="constrained")
     if table.empty:
-        for ax in (loss_ax, gap_ax):
-            empty_note(ax, "the ladder trained no rung at more than one length")
+        gap_ax.remove()
+        empty_note(loss_ax, "the ladder trained no rung at more than one length")
         return fig
     rung = int(table.rung.min())
     table, seeds = table[table.rung == rung], seeds[seeds.rung == rung] if len(seeds) else seeds

@@ -3,7 +3,7 @@
 - style, page: the stylesheet, and the HTML of numbered tables, captioned figures and links;
 - build: the tables the page reads, the protocol beside the published one, provenance, compute used;
 - abstract: the variants and the abstract at the top;
-- contest, telemetry, a3: each section's tables for reading and its results paragraph;
+- contest, telemetry, a3, scale: each section's tables for reading and its results paragraph;
 - ledger: the claim → verdict summary, the full ledger, the posts cited.
 
 Numbers are written by attnlab.pipeline.formatting, as in the tables' .md and .tex.
@@ -12,6 +12,6 @@ ledger (attnlab.pipeline.claims) compute, these modules present. The package imp
 every module, so the writeup rule's code fingerprint of it covers them all.
 """
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, style, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, scale, style, telemetry
 
-__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "style", "telemetry"]
+__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "scale", "style", "telemetry"]

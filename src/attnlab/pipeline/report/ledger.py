@@ -29,7 +29,8 @@ BADGE_WIDTH = "11em"  # "by construction" in bold, and the cell padding
 LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
-EVIDENCE = (("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
+EVIDENCE = (("on the scale ladder", "ladder_claims"), ("scale up", "ladder"), ("closes with scale", "ladder"),
+            ("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
             ("orders of magnitude", "score_scale"), ("ablation", "score_scale"), ("row mass", "mass_auroc"),
             ("diffuse", "entropy"), ("valid distributions", "a3_init"), ("starts", "a3_init"),
             ("early layers", "a3_vs_softmax_entropy"), ("overhead", "params"), ("composes", "composability"),
@@ -37,7 +38,8 @@ EVIDENCE = (("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR colum
 EVIDENCE_NAMES = {"contest": "the contest", "lr_sweep": "the LR sweep", "score_scale": "score scale",
                   "mass_auroc": "mass AUROC", "entropy": "row entropy", "a3_init": "A³ at step 0",
                   "a3_vs_softmax_entropy": "A³ per layer", "params": "parameters", "composability": "composability",
-                  "normswap": "normaliser swap", "a3_vs_temperature": "A³ vs a temperature", "ledger": "the ledger"}
+                  "normswap": "normaliser swap", "a3_vs_temperature": "A³ vs a temperature", "ledger": "the ledger",
+                  "ladder": "the scale ladder", "ladder_claims": "claims by rung"}
 
 
 def read_ledger(path: Path) -> pd.DataFrame:

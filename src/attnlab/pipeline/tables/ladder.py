@@ -37,6 +37,7 @@ from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expect
 from attnlab.pipeline.tables.display import write_table
 
 LADDER = "ladder"  # the study that is the scale ladder
+LADDER_PROTOCOL = "scale ladder"  # how a verdict measured on the ladder names where it was measured
 STEPS = "steps"  # the training-length column (train.steps), set by the study or by the config
 SIZE, LENGTH = "size", "length"  # the `series` of a row: at the ladder's length, or at another length
 LOG10_PARAMS = "log10_n_params"
