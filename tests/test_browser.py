@@ -6,8 +6,9 @@ is there, no table is wider than the text column, the claim → verdict summary
 comes before section 1, no caption names a config key, every figure says which
 rule made it from which CSV, and every link inside the page lands on something.
 In print (Chromium's print media at a Letter page, then Page.printToPDF): no
-verdict badge breaks across lines or spills out of its cell, every figure fits one page with its caption
-and cannot be split from it, and an animated figure shows its still poster.
+verdict badge or table header word breaks across lines or spills out of its
+cell, every figure fits one page with its caption and cannot be split from it,
+and an animated figure shows its still poster.
 A full-page screenshot and the PDF are saved under the workspace's results/.
 Skipped, with the reason, where no Chromium is installed (CI installs the
 distribution's chromium and chromium-driver: .ci/run).
@@ -146,6 +147,22 @@ def print_problems(driver) -> list[str]:
         found = driver.execute_script("""
           const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
             return new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top))).size; };
+          // A header word broken between two letters or digits (not after a '/' or '-'), or running past its cell.
+          const top = (node, i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
+            const b = Array.from(r.getClientRects()).find(b => b.width > 0); return b ? Math.round(b.top) : null; };
+          const heads = [];
+          for (const th of document.querySelectorAll('th')) {
+            const right = th.getBoundingClientRect().right;
+            const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
+            for (let node = walk.nextNode(); node; node = walk.nextNode())
+              for (const m of node.data.matchAll(/\\S+/g)) {
+                const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+                let bad = Array.from(r.getClientRects()).some(b => b.width > 0 && b.right > right + 1);
+                for (let i = m.index + 1; i < m.index + m[0].length && !bad; i++)
+                  bad = /\\w/.test(node.data[i - 1]) && /\\w/.test(node.data[i]) && top(node, i - 1) !== top(node, i);
+                if (bad) heads.push(m[0]);
+              }
+          }
           const badges = Array.from(document.querySelectorAll('span.verdict'));
           const broken = badges.filter(b => lines(b) > 1).map(b => b.innerText);
           const spilling = badges.filter(b => { const cell = b.closest('td'); if (!cell) return false;
@@ -157,13 +174,14 @@ def print_problems(driver) -> list[str]:
             stills: Array.from(f.querySelectorAll('img')).filter(i => getComputedStyle(i).display !== 'none'
               && !/\\.gif|image\\/gif/.test(i.currentSrc.slice(0, 30))).length,
             animated: f.querySelectorAll('img[src^="data:image/gif"]').length}));
-          return {broken, spilling, figures};
+          return {broken, spilling, heads, figures};
         """)
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
         driver.execute_cdp_cmd("Emulation.clearDeviceMetricsOverride", {})
     problems = [f"the verdict badge {text!r} breaks across lines in print" for text in found["broken"]]
     problems += [f"the verdict badge {text!r} spills out of its cell in print" for text in found["spilling"]]
+    problems += [f"the table header word {word!r} breaks or spills out of its cell in print" for word in found["heads"]]
     for figure in found["figures"]:
         name = figure["id"]
         if figure["avoid"] != "avoid" or not figure["captioned"]:
@@ -334,6 +352,8 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
                       '<span class="verdict">not testable at default</span></td></tr></table>'
                       '<table style="table-layout: fixed; width: 100px"><tr><td>'
                       '<span class="verdict" style="white-space: nowrap">by construction</span></td></tr></table>'
+                      '<table style="table-layout: fixed; width: 60px"><tr><th style="overflow-wrap: anywhere">'
+                      'published</th></tr></table>'
                       f'<figure id="tall"><img src="data:image/png;base64,{TINY_PNG}" style="height: 2000px">'
                       "<figcaption>Tall.</figcaption></figure>"
                       f'<figure id="moving" style="break-inside: avoid"><img src="data:image/gif;base64,{gif}">'
@@ -344,8 +364,9 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
         open_page(driver, faulty)
         problems = print_problems(driver)
         assert driver.execute_script("return window.innerWidth") == SCREEN_WIDTH, "print emulation is undone"
-    assert problems[:3] == ["the verdict badge 'not testable at default' breaks across lines in print",
+    assert problems[:4] == ["the verdict badge 'not testable at default' breaks across lines in print",
                             "the verdict badge 'by construction' spills out of its cell in print",
+                            "the table header word 'published' breaks or spills out of its cell in print",
                             "figure 'tall' can be split from its caption in print"]
-    assert problems[3].startswith("figure 'tall' is taller than a printed page")
-    assert problems[4:] == ["figure 'moving' is animated and shows no still in print"]
+    assert problems[4].startswith("figure 'tall' is taller than a printed page")
+    assert problems[5:] == ["figure 'moving' is animated and shows no still in print"]

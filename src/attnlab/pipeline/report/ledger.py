@@ -185,7 +185,8 @@ def summary_display(ledger: pd.DataFrame, shown: set[str]) -> pd.DataFrame:
     one line of why, and a link to the table that holds the evidence (`shown`: the tables on the page)."""
     def claim(row):
         number = reference_number(row.source)
-        cite = f' <a href="#references">[{number}]</a>' if number else f" ({html.escape(str(row.source))})"
+        short = sources().get(row.source, {}).get("short", row.source)
+        cite = f' <a href="#references">[{number}]</a>' if number else f" ({html.escape(str(short))})"
         return html.escape(str(row.claim)) + cite
 
     def see(row):

@@ -26,7 +26,7 @@ figure.paper p.made-by { font-size: 0.8em; color: #555; margin: 0.3em auto 0 aut
 .jp-RenderedHTMLCommon table.paper caption { caption-side: top; text-align: left; font-size: 0.95em;
   color: #333; padding-bottom: 0.4em; max-width: 48rem; }
 .jp-RenderedHTMLCommon table.paper th { border-bottom: 1px solid #444; font-weight: 600; padding: 0.25em 0.6em;
-  vertical-align: bottom; white-space: normal; overflow-wrap: break-word; }
+  vertical-align: bottom; white-space: normal; overflow-wrap: normal; hyphens: manual; }
 .jp-RenderedHTMLCommon table.paper th.group { border-bottom: 1px solid #aaa; text-align: center; }
 .jp-RenderedHTMLCommon table.paper td { padding: 0.25em 0.6em; vertical-align: top; border: none;
   overflow-wrap: anywhere; }
@@ -55,6 +55,7 @@ ol.references li { margin-bottom: 0.3em; }
   figure.paper img.animated { display: none; }
   figure.paper img.poster { display: block; }
   details.per-seed { display: none; }
+  .jp-RenderedHTMLCommon table.paper.small { font-size: 0.7em; }
   .jp-RenderedHTMLCommon table.paper tbody tr:hover { background: inherit; }
   h1, h2, h3 { break-after: avoid; page-break-after: avoid; }
 }
