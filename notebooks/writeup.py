@@ -63,10 +63,11 @@ display(HTML(abstract.abstract_html(runs, tables["contest"], claims_table)))
 
 # %% [markdown]
 # ## Summary: each claim and its verdict
-# One row per claim of the two posts, checked on this build's tables: what
-# was measured, what the post published, the verdict at this build's
-# protocol, why, and the table below that holds the evidence. The claims
-# ledger at the end gives each check in full, with its note.
+# One row per claim the ledger checks on this build's tables (the two posts',
+# a later post of the kernel post's series, and the controls this project
+# adds): what was measured, what the post published, the verdict at this
+# build's protocol, why, and the table below that holds the evidence. The
+# claims ledger at the end gives each check in full, with its note.
 
 # %%
 show_table(ledger.summary_display(claims_table, SHOWN), f"Claim → verdict at the ``{PROTOCOL}`` protocol.",
