@@ -83,8 +83,8 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
     name = html.escape(build.protocol(runs))
     tested = (f"This report retrains the attention score functions of two blog posts, {_posts()}, as "
               f"character-level GPTs on tinyshakespeare that differ only in how a query and a key become an "
-              f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the posts' "
-              f"{len(ledger)} claims against the runs. {build.protocol_text(runs, contest)}")
+              f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the "
+              f"{len(ledger)} claims of its ledger (the posts' and this project's controls) against the runs. {build.protocol_text(runs, contest)}")
     found = findings(contest)
     verdicts = (f"Of the {len(ledger)} claims at <code>{name}</code>: {tally(ledger)}. "
                 + settled(ledger) + " The summary below gives every claim's verdict and why.")
