@@ -6,12 +6,13 @@ from __future__ import annotations
 import copy
 import json
 import math
+import shutil
+from pathlib import Path
 
 import pandas as pd
 import pytest
 import yaml
 
-from attnlab.core import config as config_module
 from attnlab.core.config import ConfigError, cell_slice, load_config, schema, validate_config
 from attnlab.core.studies import point_text
 from attnlab.pipeline import paths
@@ -19,7 +20,7 @@ from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.grid import Grid, check_corpus_room
 from attnlab.pipeline.tables.study import study_table, write_study
 from conftest import REPO
-from processes import refused, snakemake
+from processes import snakemake
 from workspace import make_workspace, plan
 
 SMOKE = REPO / "config" / "smoke.yaml"
@@ -111,7 +112,7 @@ def test_composability_is_a_study_with_the_cells_it_always_had():
         base = cell_slice(cfg)
         assert sliced == dict(base, model=dict(base["model"], **key.axes))  # only kv_heads and the path differ
         assert paths.cell_bundle(key).as_posix().startswith(
-            f"results/studies/composability/kv_heads={key.axes['kv_heads']},attention_impl=")
+            f"results/studies/composability/attention_impl={key.axes['attention_impl']},kv_heads=")
 
 
 def test_a_cell_two_studies_share_trains_once_in_the_first_studys_folder():
@@ -130,6 +131,14 @@ def test_a_cell_two_studies_share_trains_once_in_the_first_studys_folder():
     assert sorted(built.slices("dropout")) == ["runs", "studies/dropout/dropout=0.0", "studies/dropout/dropout=0.1"]
 
 
+def test_listing_a_studys_keys_in_another_order_moves_no_cell():
+    forward = {"name": "gqa", "model": {"kv_heads": [1, 2], "attention_impl": ["dense", "blockwise"]}}
+    backward = {"name": "gqa", "model": {"attention_impl": ["dense", "blockwise"], "kv_heads": [1, 2]}}
+    folders = [{paths.cell_bundle(k) for k in Grid(validate_config(smoke(s)), {"a3": 0.01}).trained()}
+               for s in (forward, backward)]
+    assert folders[0] == folders[1] and len(folders[0]) == 15 + 4 * 4 * 2  # 15 contest and sweep cells
+
+
 def test_a_study_at_auto_contest_lrs_waits_for_the_choice():
     cfg = validate_config(smoke({"name": "gqa", "model": {"kv_heads": [1]}, "variants": ["softmax", "a3"]}))
     assert {k.variant for k in Grid(cfg).cells("gqa")} == {"softmax"}
@@ -143,8 +152,8 @@ def test_the_cell_key_keeps_an_lr_as_its_exact_text():
     assert CellKey.of("yat", "1.0e-3", 0) == CellKey.of("yat", 0.001, 0)
     key = CellKey.of("a3", 3e-3, 2, "gqa", [("model.kv_heads", None), ("model.attention_impl", "dense")])
     assert CellKey.from_json(json.loads(json.dumps(key.to_json()))) == key
-    assert point_text(key.point) == "kv_heads=null,attention_impl=dense"
-    assert key.label() == "a3 lr=0.003 seed=2 (gqa kv_heads=null,attention_impl=dense)"
+    assert point_text(key.point) == "attention_impl=dense,kv_heads=null"
+    assert key.label() == "a3 lr=0.003 seed=2 (gqa attention_impl=dense,kv_heads=null)"
 
 
 # ---- a key added with a default that keeps the old behaviour changes no cell's identity
@@ -226,9 +235,13 @@ def test_a_study_table_with_one_seed_says_it_has_no_interval():
 
 
 @pytest.mark.slow
-def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(smoke_workspace, corpus_path):
-    ws = smoke_workspace
-    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(smoke(DROPOUT_STUDY)))
+def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(smoke_workspace, corpus_path,
+                                                                                 tmp_path):
+    # a copy (times kept): the writeup this test rebuilds shows the study, so the shared build must not see it
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    with_study = yaml.safe_load(SMOKE.read_text())  # the smoke config's own studies kept, the new one added
+    with_study["studies"] = with_study.get("studies", []) + [DROPOUT_STUDY]
+    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(with_study))
     planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
     new = {f"results/studies/dropout/dropout=0.0/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
     assert planned["train_cell"] == new  # the dropout 0.1 cells are the contest's, already built
@@ -247,13 +260,14 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
     at = contest[(contest.lr == 0.003) & contest.variant.isin(["softmax", "yat"])].groupby("variant").best_val_loss
     assert shared.to_dict() == pytest.approx(at.mean().to_dict())  # read from the contest's own bundles
     assert plan(ws, "config/dropout.yaml", corpus=corpus_path) == {}
-    edited = dict(DROPOUT_STUDY, model={"dropout": [0.05, 0.1]})
-    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(smoke(edited)))
+    with_study["studies"][-1] = dict(DROPOUT_STUDY, model={"dropout": [0.05, 0.1]})
+    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(with_study))
     planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
     assert planned["train_cell"] == {
         f"results/studies/dropout/dropout=0.05/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
     assert set(planned) == {"train_cell", "study_table", "writeup"}, planned.keys()
-    assert plan(ws, corpus=corpus_path) == {}  # the smoke build itself is untouched
+    # back to the config without the study: nothing trains and no table is redone, the writeup drops the study
+    assert set(plan(ws, corpus=corpus_path)) == {"writeup"}
 
 
 def test_runs_csv_names_the_built_in_studies_of_each_cell():

@@ -25,7 +25,7 @@ CONTEST, SWEEP = "contest", "sweep"
 BUILT_IN = (CONTEST, SWEEP)
 SECTIONS = ("model", "train")  # the only config sections a study may override
 CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR
-POINT_SEPARATOR = ","  # between the axis values of a point's folder name: kv_heads=2,attention_impl=dense
+POINT_SEPARATOR = ","  # between the axis values of a point's folder name: attention_impl=dense,kv_heads=2
 NO_AXES = "base"  # the folder name of the one point of a study without axes
 
 
@@ -116,10 +116,12 @@ def value_text(value) -> str:
 
 
 def point_text(point) -> str:
-    """A point as a folder name: the axis keys without their section, then their values (kv_heads=2,...)."""
+    """A point as a folder name and in messages: each key without its section and its value, in the order of
+    the dotted keys (attention_impl=dense,kv_heads=2), so listing a study's keys in another order (or a tool
+    that rewrites the YAML sorted) moves no cell to another folder."""
     if not point:
         return NO_AXES
-    return POINT_SEPARATOR.join(f"{key.split('.', 1)[1]}={value_text(value)}" for key, value in point)
+    return POINT_SEPARATOR.join(f"{key.split('.', 1)[1]}={value_text(value)}" for key, value in sorted(point))
 
 
 def axis_column(key: str) -> str:
