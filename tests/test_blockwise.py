@@ -206,11 +206,14 @@ def test_blockwise_never_builds_a_t_by_t_array(variant):
 
 
 def test_config_refuses_kv_heads_that_do_not_divide_heads(smoke_config):
-    cfg = {**smoke_config, "model": {**smoke_config["model"], "heads": 4, "d_model": 32, "kv_heads": 3}}
+    # Without the smoke config's studies first: its micro-ladder has a 3-head rung, refused below.
+    cfg = {**smoke_config, "studies": [], "model": {**smoke_config["model"], "heads": 4, "d_model": 32, "kv_heads": 3}}
     with pytest.raises(ConfigError, match="model.kv_heads"):
         validate_config(cfg)
     cfg["model"]["kv_heads"] = 2
     validate_config(cfg)
+    with pytest.raises(ConfigError, match="kv_heads 2 does not divide heads 3"):
+        validate_config({**cfg, "studies": smoke_config["studies"]})  # a study's point the kv_heads cannot serve
     cfg["model"]["attention_impl"] = "flash"
     with pytest.raises(ConfigError, match="model.attention_impl"):
         validate_config(cfg)
