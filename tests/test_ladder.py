@@ -292,7 +292,7 @@ def test_points_cross_the_axes_and_each_sets_its_keys_together():
     assert study.axis_keys == ("model.d_model", "model.heads", "train.steps", "model.dropout")
     assert study.points()[2] == (("model.d_model", 48), ("model.heads", 3), ("train.steps", 120),
                                  ("model.dropout", 0.0))
-    assert studies.point_text(study.points()[0]) == "d_model=32,dropout=0.0,heads=2,steps=60"
+    assert studies.point_text(study.points()[0]) == "d_model=32,heads=2,steps=60,dropout=0.0"
 
 
 @pytest.mark.parametrize("points,study,refusal", [

@@ -25,7 +25,7 @@ CONTEST, SWEEP = "contest", "sweep"
 BUILT_IN = (CONTEST, SWEEP)
 SECTIONS = ("model", "train")  # the only config sections a study may override
 CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR
-POINT_SEPARATOR = ","  # between the axis values of a point's folder name: attention_impl=dense,kv_heads=2
+POINT_SEPARATOR = ","  # between the axis values of a point's folder name: kv_heads=2,attention_impl=dense
 NO_AXES = "base"  # the folder name of the one point of a study without axes
 
 
@@ -85,14 +85,27 @@ def study(entry: dict, cfg: dict) -> Study:
             (axes if isinstance(value, list) else fixed).append(
                 (f"{section}.{key}", tuple(value) if isinstance(value, list) else value))
     lrs = entry.get("lrs", CONTEST_LRS)
-    listed = tuple(tuple((f"{section}.{key}", value) for section in SECTIONS
-                         for key, value in (point.get(section) or {}).items()) for point in entry.get("points") or ())
+    listed = tuple(tuple(sorted(((f"{section}.{key}", value) for section in SECTIONS
+                                 for key, value in (point.get(section) or {}).items()),
+                                key=lambda pair: key_order(pair[0])))
+                   for point in entry.get("points") or ())
     return Study(
-        name=entry["name"], fixed=tuple(fixed), axes=tuple(axes),
+        name=entry["name"], fixed=tuple(fixed), axes=tuple(sorted(axes, key=lambda axis: key_order(axis[0]))),
         variants=tuple(entry.get("variants") or cfg["variants"]),
         seeds=tuple(entry.get("seeds") or cfg["contest"]["seeds"]),
         lrs=None if lrs == CONTEST_LRS else tuple(float(lr) for lr in lrs), listed=listed,
     )
+
+
+def key_order(key: str) -> tuple:
+    """Where a dotted key stands in the schema (model before train, then the order each section lists its keys):
+    the order of a point's keys, so the order a config happens to list them in (or a tool that rewrites the
+    YAML sorted) moves no cell to another folder and changes no cell's key."""
+    from attnlab.core.config import schema  # the loader imports this module
+
+    section, name = key.split(".", 1)
+    names = list(schema()["properties"][section].get("properties", {}))
+    return SECTIONS.index(section), names.index(name) if name in names else len(names), name
 
 
 def resolved(cfg: dict, overrides) -> dict:
@@ -116,12 +129,11 @@ def value_text(value) -> str:
 
 
 def point_text(point) -> str:
-    """A point as a folder name and in messages: each key without its section and its value, in the order of
-    the dotted keys (attention_impl=dense,kv_heads=2), so listing a study's keys in another order (or a tool
-    that rewrites the YAML sorted) moves no cell to another folder."""
+    """A point as a folder name and in messages: each key without its section, then its value (kv_heads=2,...),
+    in the point's order (the schema's order of keys, see study)."""
     if not point:
         return NO_AXES
-    return POINT_SEPARATOR.join(f"{key.split('.', 1)[1]}={value_text(value)}" for key, value in sorted(point))
+    return POINT_SEPARATOR.join(f"{key.split('.', 1)[1]}={value_text(value)}" for key, value in point)
 
 
 def axis_column(key: str) -> str:

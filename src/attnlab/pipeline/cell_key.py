@@ -15,7 +15,8 @@ from attnlab.core.bundle_format import format_lr
 @dataclass(frozen=True)
 class CellKey:
     """One cell of one study. `lr` is the exact text that names its folder (format_lr), so two keys are equal
-    only when their LRs are the same float; `point` is ((dotted axis key, value), ...) in the study's order."""
+    only when their LRs are the same float; `point` is ((dotted axis key, value), ...) in the study's order
+    (attnlab.core.studies: the schema's order of keys, whatever order the config lists them in)."""
 
     variant: str
     lr: str
