@@ -17,12 +17,15 @@ from pathlib import Path
 import pytest
 import yaml
 
+from processes import CHILD_XLA_FLAGS_ENV  # the XLA_FLAGS every process a test starts gets back
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 # Where the smoke build's tables and bundle summaries are copied, for .ci/slurm-smoke to compare against.
 SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
 COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
+IN_PROCESS_XLA_FLAGS = "--xla_backend_optimization_level=0"  # the pytest processes only (pytest_configure)
 # Fixture -> xdist group: the session and module fixtures that train or build. test_browser's
 # built_writeup asks for smoke_workspace at run time, where pytest cannot see the dependency.
 SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest, test_browser
@@ -74,15 +77,28 @@ def pytest_collection_modifyitems(config, items):
 
 
 def pytest_configure(config):
-    """One persistent XLA compilation cache for this pytest run, before any test module imports JAX.
+    """One persistent XLA compilation cache for this pytest run, and quick compiles in the test processes.
 
-    Set in the environment, so this process and every trainer, CLI and
-    Snakemake job a test starts share it: a model compiled once is loaded,
-    not compiled again, by the next process that needs it. A cache given
-    from outside (JAX_COMPILATION_CACHE_DIR already set) is used as it is;
-    so is the controller's, in xdist workers (they inherit its environment),
-    and only the process that made the cache removes it.
+    Both are set in the environment before any test module imports JAX. The
+    cache: this process and every trainer, CLI and Snakemake job a test starts
+    share it, so a model compiled once is loaded, not compiled again, by the
+    next process that needs it. A cache given from outside
+    (JAX_COMPILATION_CACHE_DIR already set) is used as it is; so is the
+    controller's, in xdist workers (they inherit its environment), and only
+    the process that made the cache removes it.
+
+    The compiles: the pytest processes compile at XLA's lowest backend
+    optimisation level (IN_PROCESS_XLA_FLAGS). Their tests check what the
+    code computes, on shapes so small that compiling costs far more than
+    running. Every process a test starts gets the XLA_FLAGS this run was
+    given back (tests/processes.py), so trainers and Snakemake jobs compute
+    exactly as a build does; the flags are part of each cache entry's key,
+    so the two kinds of compile never share an entry.
     """
+    if CHILD_XLA_FLAGS_ENV not in os.environ:  # the first pytest process; xdist workers inherit both
+        config._attnlab_xla_flags = os.environ.get("XLA_FLAGS")
+        os.environ[CHILD_XLA_FLAGS_ENV] = os.environ.get("XLA_FLAGS", "<unset>")
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {IN_PROCESS_XLA_FLAGS}".strip()
     if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
         return
     cache = Path(tempfile.mkdtemp(prefix="attnlab-test-xla-cache-"))
@@ -96,6 +112,12 @@ def pytest_unconfigure(config):
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
         os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+    if hasattr(config, "_attnlab_xla_flags"):
+        os.environ.pop(CHILD_XLA_FLAGS_ENV, None)
+        if config._attnlab_xla_flags is None:
+            os.environ.pop("XLA_FLAGS", None)
+        else:
+            os.environ["XLA_FLAGS"] = config._attnlab_xla_flags
 
 
 @pytest.fixture(scope="session")

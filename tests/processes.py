@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 CODE_FINGERPRINT = "test-code"
+CHILD_XLA_FLAGS_ENV = "ATTNLAB_TEST_CHILD_XLA_FLAGS"  # set by conftest.pytest_configure
 
 
 def python_args(args) -> list[str]:
@@ -23,9 +24,15 @@ def python_args(args) -> list[str]:
 
 
 def environment(env: dict | None = None) -> dict:
-    """This environment, unbuffered, with this interpreter's folder first on PATH: a rule's `python` is ours."""
+    """This environment, unbuffered, with this interpreter's folder first on PATH: a rule's `python` is ours.
+
+    XLA_FLAGS is the one this test run was given, not the test processes' own
+    quick-compile flags (conftest.pytest_configure).
+    """
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     full = dict(os.environ, PYTHONUNBUFFERED="1", PATH=path)
+    if CHILD_XLA_FLAGS_ENV in full:
+        full["XLA_FLAGS"] = full.pop(CHILD_XLA_FLAGS_ENV)
     full.update({k: str(v) for k, v in (env or {}).items()})
     for name in [k for k, v in full.items() if v == "<unset>"]:
         del full[name]
