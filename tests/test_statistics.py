@@ -14,6 +14,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics, tables
+from attnlab.pipeline.claims.scale import is_ladder_row
 from attnlab.pipeline.grid import grid
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 
@@ -295,7 +296,10 @@ def test_the_smoke_builds_contest_columns_recompute_from_its_runs_csv(smoke_work
     mine = contest[["variant", "delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins"]]
     pd.testing.assert_frame_equal(mine.reset_index(drop=True), theirs, atol=1e-4, check_dtype=False)
     ledger = pd.read_csv(built / "ledger.csv")
-    assert len(ledger) == len(claims.CHECKS)
+    # every post's check, in order, then the smoke micro-ladder's rows (each names the ladder as its protocol)
+    checks, ladder = ledger.iloc[:len(claims.CHECKS)], ledger.iloc[len(claims.CHECKS):]
+    assert not any(is_ladder_row(row) for row in checks.itertuples())
+    assert len(ladder) > 0 and all(is_ladder_row(row) for row in ladder.itertuples())
     assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
     assert (smoke_workspace / "results" / "figures" / "paired_differences.png").stat().st_size > 1000
     assert (built / "best_lr.csv").is_file()

@@ -40,8 +40,9 @@ def load_tables(tables_dir: Path) -> dict[str, pd.DataFrame]:
 
 
 def _read(path: Path) -> pd.DataFrame:
-    """A table as written: every float read back exactly, so an LR keeps its identity (contract.at_lr)."""
-    return pd.read_csv(path, float_precision="round_trip")
+    """A table as written. pandas' default parser reads every float back exactly (pandas 3 deprecated the
+    `float_precision` switch for that reason), so an LR keeps its identity (contract.at_lr)."""
+    return pd.read_csv(path)
 
 
 def build_protocol(tables: dict[str, pd.DataFrame]) -> str:
