@@ -13,22 +13,18 @@ means exactly what it means in the ledger. A check the ladder cannot express
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
-from attnlab.core.bundle_format import BundleError
 from attnlab.pipeline import contract
 from attnlab.pipeline.claims.common import published
 from attnlab.pipeline.claims.ledger import CHECKS
-from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.statistics import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
-from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text, read_cells
+from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text, study_cli
 from attnlab.pipeline.tables.runs import flatten
 from attnlab.pipeline.tables.display import write_table
 
@@ -103,23 +99,16 @@ def claims_display(table: pd.DataFrame) -> pd.DataFrame:
     return wide.reset_index()[["claim", *points]]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Every check of the ledger at each point of the scale ladder.")
-    parser.add_argument("--study", required=True, help="JSON: the ladder study's name and cells")
-    parser.add_argument("--expect", required=True, type=Path, help="the grid's expectation of every bundle")
-    parser.add_argument("--out", required=True, type=Path, help="the tables folder")
-    args = parser.parse_args(argv)
-    try:
-        cells = read_cells(json.loads(args.study), args.expect)
-    except BundleError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
+def write_rung_claims(cells: list[tuple[CellKey, dict]], out_dir: Path) -> pd.DataFrame:
+    """ladder_claims.csv/.md/.tex under out_dir; returns the table as it reads."""
     protocol = str(cells[0][1]["config"].get("name", "")) if cells else ""
     table = rung_claims(cells, protocol)
-    write_table(table, args.out / "ladder_claims", claims_display(table))
-    with pd.option_context("display.width", 250, "display.max_colwidth", 60):
-        print(claims_display(table).to_string(index=False))
-    return 0
+    write_table(table, out_dir / "ladder_claims", claims_display(table))
+    return claims_display(table)
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_cli("Every check of the ledger at each point of the scale ladder.", write_rung_claims, argv)
 
 
 if __name__ == "__main__":

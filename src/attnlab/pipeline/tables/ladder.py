@@ -27,12 +27,12 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import BundleError, format_lr
-from attnlab.core.config import to_json
+from attnlab.core.config_types import to_json
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import axis_column
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
 
@@ -300,20 +300,28 @@ def read_cells(spec: dict, expect: Path) -> list[tuple[CellKey, dict]]:
     return [(CellKey.from_json(key), bundles[folder]) for key, folder in spec["cells"]]
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="The scale ladder's tables: ladder and ladder_seeds.")
+def study_cli(description: str, build, argv: list[str] | None = None) -> int:
+    """The command line both ladder steps share: read the ladder study's checked cells, then
+    build(cells, tables folder) writes its tables and returns the one to print. A bundle that fails its
+    checks is an error naming it (exit 2), not a traceback."""
+    parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--study", required=True, help="JSON: the ladder study's name and cells")
     parser.add_argument("--expect", required=True, type=Path, help="the grid's expectation of every bundle")
     parser.add_argument("--out", required=True, type=Path, help="the tables folder")
     args = parser.parse_args(argv)
     try:
-        table = write_ladder(read_cells(json.loads(args.study), args.expect), args.out)
+        cells = read_cells(json.loads(args.study), args.expect)
     except BundleError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    with pd.option_context("display.width", 250, "display.max_columns", 40):
-        print(ladder_display(table).to_string(index=False))
+    with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 60):
+        print(build(cells, args.out).to_string(index=False))
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    return study_cli("The scale ladder's tables: ladder and ladder_seeds.",
+                     lambda cells, out: ladder_display(write_ladder(cells, out)), argv)
 
 
 if __name__ == "__main__":
