@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from attnlab.core.config import validate_config
-from attnlab.core.telemetry_stats import mass_auroc
+from attnlab.core.telemetry_stats import average_ranks, mass_auroc
 from attnlab.pipeline import claims, contract
 from attnlab.pipeline.tables import contest as contest_tables
 from attnlab.pipeline.tables import telemetry
@@ -380,6 +381,12 @@ def test_mass_auroc_matches_pairwise_count_with_ties(seed):
     mass = rng.integers(0, 6, size=(3, 4, 17)).astype(np.float32)  # few distinct values: many ties
     correct = rng.random((3, 4, 17)) < 0.3 + 0.1 * seed
     assert mass_auroc(mass, correct) == pytest.approx(brute_force_auroc(mass, correct), abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_average_ranks_are_scipys_with_ties(seed):
+    values = np.random.default_rng(seed).integers(0, 7, size=200).astype(float)
+    np.testing.assert_array_equal(average_ranks(values), stats.rankdata(values, method="average"))
 
 
 def test_mass_auroc_extremes():

@@ -54,6 +54,15 @@ def test_every_pipeline_and_core_module_imports_without_jax_or_flax():
     assert len(mods) > 40
 
 
+def test_the_trainer_imports_no_table_or_plotting_library():
+    """Every cell is a fresh process: pandas alone would add about a second to each start."""
+    code = ("import json, sys\nimport attnlab.training.train\n"
+            "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules} & {'pandas', 'matplotlib', 'scipy'})))")
+    result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": SRC})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
 def jax_imports(module: str, src=SRC) -> list[int]:
     """Lines of `module` that import JAX or a library built on it, inside functions too."""
     tree = ast.parse(fingerprint.module_file(module, src).read_text())

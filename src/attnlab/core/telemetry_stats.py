@@ -1,13 +1,12 @@
 """Telemetry definitions shared by the bundle writer and the tables: AUROC, entropy shares, summaries.
 
-numpy and pandas, no JAX: the probe arrays come in from attnlab.training.probe;
-the pipeline reads the same thresholds from here.
+numpy only (no JAX, no pandas): the trainer imports this module in every cell's
+process, and the pipeline reads the same thresholds from here.
 """
 
 from __future__ import annotations
 
 import numpy as np
-import pandas as pd
 
 SHARP_BELOW = 0.3  # a row with normalised entropy below this is "sharp"
 DIFFUSE_ABOVE = 0.8  # ... above this, "diffuse"
@@ -20,8 +19,21 @@ def mass_auroc(mass: np.ndarray, correct: np.ndarray) -> float:
     n_pos, n_neg = int(correct.sum()), int((~correct).sum())
     if n_pos == 0 or n_neg == 0:
         return float("nan")
-    ranks = pd.Series(mass).rank(method="average").to_numpy()
+    ranks = average_ranks(mass)
     return float((ranks[correct].sum() - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg))
+
+
+def average_ranks(values: np.ndarray) -> np.ndarray:
+    """1-based ranks, tied values sharing the mean of their ranks (what scipy.stats.rankdata and pandas'
+    rank(method="average") compute for finite values), in numpy so a trainer need not import either."""
+    values = np.ravel(values)
+    order = np.argsort(values, kind="stable")
+    ordered = values[order]
+    starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])  # where each run of equal values begins
+    ends = np.r_[starts[1:], len(values)]
+    ranks = np.empty(len(values))
+    ranks[order] = np.repeat((starts + ends + 1) / 2.0, ends - starts)
+    return ranks
 
 
 def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:

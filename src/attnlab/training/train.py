@@ -30,7 +30,6 @@ from pathlib import Path
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pandas as pd
 from flax import nnx
 
 from attnlab.core.bundle_format import cell_dir
@@ -319,14 +318,13 @@ def write_cell_bundle(cell: Cell, params, progress: Progress, maps: dict, out: P
     arrays = jax.tree.map(np.asarray, probe(cell.graphdef, cell.rest, params, cell.probe_x, cell.probe_y,
                                             min_keys=cell.telemetry.entropy_min_keys))
     summary = bundle_summary(cell, params, progress, arrays, code_fingerprint)
-    curve = pd.DataFrame(progress.curve, columns=["step", "train_loss", "val_loss", "elapsed_s"])
     telemetry = {k: v for k, v in arrays.items() if k in ("max_score", "mass", "correct")}
     telemetry["entropy_hist"] = entropy_histograms(arrays["entropy"])
     snap_steps = sorted(maps)
     attention = {"steps": np.asarray(snap_steps), "tokens": np.asarray(cell.window),
                  "text": np.asarray(cell.corpus.decode(cell.window)),
                  "weights": np.stack([maps[s] for s in snap_steps])}
-    write_bundle(out, summary, curve, telemetry, attention, lambda d: save_params(d, params), log=cell.log)
+    write_bundle(out, summary, progress.curve, telemetry, attention, lambda d: save_params(d, params), log=cell.log)
     return summary
 
 
