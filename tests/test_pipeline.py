@@ -13,6 +13,7 @@ import pytest
 
 import yaml
 
+from attnlab.pipeline import build_manifest
 from conftest import REPO
 from processes import attnlab, snakemake
 from workspace import edited, make_workspace, plan, planned_cells
@@ -30,6 +31,8 @@ def test_smoke_dag_produces_the_tables(built):
     for name in ("contest", "lr_sweep", "params"):
         for ext in ("csv", "md", "tex"):
             assert (tables / f"{name}.{ext}").stat().st_size > 0
+    # the optional tables the writeup may show are the ones this config makes: its micro-ladder's
+    assert build_manifest.optional_tables(tables) == {"ladder", "ladder_seeds", "ladder_claims", "study_ladder"}
     contest = pd.read_csv(tables / "contest.csv")
     assert list(contest.variant) == ["softmax", "yat", "yat_b", "a3"]
     assert (contest.n_seeds == 2).all()

@@ -27,6 +27,29 @@ def locked_versions(wildcards=None):
     return attnlab_config.to_json(attnlab_packages.installed_versions(pinned))
 
 
+# The optional tables this build has, so that the ledger and the writeup never report another config's
+# ladder or study tables still on disk: the writeup reads them from build.json (attnlab.pipeline.build_manifest,
+# rewritten when the list changes), the ledger from its params (so a study it does not read never reruns it).
+OPTIONAL_TABLES = (["composability"] if COMPOSABILITY else []) + [
+    Path(t).stem for t in LADDER_OUTPUTS if t.endswith(".csv")] + [paths.study_file(name) for name in STUDIES]
+BUILD_MANIFEST = str(paths.table("build", "json"))
+
+
+rule build_manifest:
+    output:
+        BUILD_MANIFEST,
+    params:
+        tables=sorted(set(OPTIONAL_TABLES)),
+        code=pipeline_code("attnlab.pipeline.build_manifest"),
+    log:
+        str(paths.log("build_manifest")),
+    message:
+        "Listing this build's optional tables"
+    localrule: True
+    shell:
+        "python -m attnlab.pipeline.build_manifest --out {output} {params.tables} > {log} 2>&1"
+
+
 rule ledger:
     input:
         tables=TABLES,
@@ -38,13 +61,15 @@ rule ledger:
         code=pipeline_code("attnlab.pipeline.claims"),
         tables=paths.TABLES,
         out=paths.TABLES / "ledger",
+        optional=[name for name in OPTIONAL_TABLES if name in table_contract.LEDGER_OPTIONAL],  # what it reads of them
     log:
         str(paths.log("ledger")),
     message:
         "Checking each claim of the posts against the tables (the claims ledger)"
     localrule: True
     shell:
-        "python -m attnlab.pipeline.claims --tables {params.tables} --out {params.out} > {log} 2>&1"
+        "python -m attnlab.pipeline.claims --tables {params.tables} --out {params.out} --optional {params.optional} "
+        "> {log} 2>&1"
 
 
 rule writeup:
@@ -53,6 +78,7 @@ rule writeup:
         template="notebooks/paper.html.j2",
         tables=TABLES,
         ledger=LEDGER,
+        manifest=BUILD_MANIFEST,
         figures=FIGURES,
         captions=CAPTIONS,
         composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],

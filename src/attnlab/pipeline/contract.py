@@ -143,6 +143,8 @@ _TABLES = (
 )
 TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
+# Tables the ledger reads where the build ran that study (the composability study, the scale ladder).
+LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims")
 
 
 def columns(name: str) -> list[str]:

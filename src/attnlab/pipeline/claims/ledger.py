@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline import contract
+from attnlab.pipeline import build_manifest, contract
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_early_layers_softer, a3_overhead_small,
                                              a3_starts_at_softmax, a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
@@ -27,14 +27,16 @@ from attnlab.pipeline.tables.display import display, write_table
 CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
           mass_auroc_null, kernel_more_diffuse, a3_valid_distributions, a3_starts_at_softmax,
           a3_early_layers_softer, a3_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
-OPTIONAL = ("composability", "ladder_seeds", "ladder_claims")  # tables a build has only where it ran that study
 
 
-def load_tables(tables_dir: Path) -> dict[str, pd.DataFrame]:
-    """Every table the ledger reads; the composability and ladder tables only where the build ran that study."""
+def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
+    """Every table the ledger reads; the composability and ladder tables only where this build ran that study:
+    those `optional` names (as the ledger rule passes them), else those the folder's build lists
+    (attnlab.pipeline.build_manifest), never a table an earlier config left in the folder."""
     tables = {name: _read(Path(tables_dir) / f"{name}.csv") for name in contract.COLLECTED}
-    for name in OPTIONAL:
-        if (Path(tables_dir) / f"{name}.csv").is_file():
+    for name in contract.LEDGER_OPTIONAL:
+        listed = build_manifest.has_table(tables_dir, name) if optional is None else name in optional
+        if listed and (Path(tables_dir) / f"{name}.csv").is_file():
             tables[name] = _read(Path(tables_dir) / f"{name}.csv")
     return tables
 
@@ -76,8 +78,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, default=None,
                         help="write the ledger as OUT.csv, OUT.md and OUT.tex (e.g. results/tables/ledger)")
     parser.add_argument("--notes", action="store_true", help="also print each claim's note")
+    parser.add_argument("--optional", nargs="*", default=None, choices=contract.LEDGER_OPTIONAL,
+                        help="the optional tables this build has (default: those its build.json lists)")
     args = parser.parse_args(argv)
-    table = ledger(load_tables(args.tables))
+    table = ledger(load_tables(args.tables, args.optional))
     if args.out is not None:
         write_table(table, args.out, display("ledger", table))
     columns = ["claim", "measured", "verdict", "interval", "seeds"] + (["note"] if args.notes else [])

@@ -12,7 +12,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import contract, environment, paths
+from attnlab.pipeline import build_manifest, contract, environment, paths
 from attnlab.pipeline.claims import build_protocol, published
 from attnlab.pipeline.tables import study as tables_study
 from attnlab.pipeline.tables.display import human
@@ -23,18 +23,20 @@ PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", 
 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
-    """Every table the collect step writes (the table contract), and the composability table when the build has it."""
+    """Every table the collect step writes (the table contract), and the composability table when the build has it
+    (attnlab.pipeline.build_manifest)."""
     tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
-    if (Path(folder) / "composability.csv").is_file():
+    if build_manifest.has_table(folder, "composability"):
         tables["composability"] = pd.read_csv(Path(folder) / "composability.csv")
     return tables
 
 
 def load_studies(folder: Path) -> dict[str, pd.DataFrame]:
-    """The config's own studies' tables (study_<name>.csv), by study name, in name order."""
+    """The config's own studies' tables (study_<name>.csv), by study name, in name order: this build's studies
+    only (attnlab.pipeline.build_manifest), not one an earlier config left in the folder."""
     prefix = paths.study_file("")
     return {path.stem.removeprefix(prefix): pd.read_csv(path)
-            for path in sorted(Path(folder).glob(f"{prefix}*.csv"))}
+            for path in sorted(Path(folder).glob(f"{prefix}*.csv")) if build_manifest.has_table(folder, path.stem)}
 
 
 def study_display(table: pd.DataFrame) -> pd.DataFrame:
