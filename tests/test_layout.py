@@ -63,6 +63,26 @@ def test_the_trainer_imports_no_table_or_plotting_library():
     assert json.loads(result.stdout.strip().splitlines()[-1]) == []
 
 
+WORKFLOW_IMPORT = re.compile(r"^from (attnlab[\w.]*) import (\w+)", re.MULTILINE)
+
+
+def test_the_workflow_parses_without_the_numeric_libraries():
+    """Snakemake parses the Snakefile in every invocation (each dry run, each cluster job): the modules the
+    workflow imports stay free of scipy, pandas and matplotlib (scipy.stats alone cost 2.7 s a parse)."""
+    texts = [(REPO / "Snakefile").read_text()] + [p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk")]
+    imports = sorted({match for text in texts for match in WORKFLOW_IMPORT.findall(text)})
+    assert ("attnlab.core", "studies") in imports and len(imports) >= 8
+    code = ("import importlib, json, sys\n"
+            f"for package, name in {imports!r}:\n"
+            "    module = importlib.import_module(package)\n"
+            "    getattr(module, name, None) or importlib.import_module(package + '.' + name)\n"
+            "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules} & "
+            "{'scipy', 'pandas', 'matplotlib', *" + repr(JAX_FAMILY) + "})))")
+    result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": SRC})
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert json.loads(result.stdout.strip().splitlines()[-1]) == []
+
+
 def jax_imports(module: str, src=SRC) -> list[int]:
     """Lines of `module` that import JAX or a library built on it, inside functions too."""
     tree = ast.parse(fingerprint.module_file(module, src).read_text())

@@ -6,21 +6,19 @@
 
 from types import SimpleNamespace  # noqa: E402
 
-from attnlab.pipeline.tables import ladder as attnlab_ladder  # noqa: E402
-
-LADDER = attnlab_ladder.LADDER in STUDIES
+LADDER = attnlab_studies.LADDER in STUDIES
 LADDER_TABLES = [str(paths.TABLES / f) for name in ("ladder", "ladder_seeds") for f in table_contract.files(name)]
 LADDER_CLAIMS = [str(paths.TABLES / f) for f in table_contract.files("ladder_claims")]
 # What a build with a ladder adds to rule all, the ledger and the writeup (nothing without one).
 LADDER_OUTPUTS = LADDER_TABLES + LADDER_CLAIMS if LADDER else []
-_LADDER = SimpleNamespace(study=attnlab_ladder.LADDER)  # the wildcards of the ladder's study table
+_LADDER = SimpleNamespace(study=attnlab_studies.LADDER)  # the wildcards of the ladder's study table
 
 if LADDER:
 
     rule ladder_table:
         input:
             bundles=lambda wildcards: study_cells(_LADDER),
-            expected=EXPECTED_STUDY[attnlab_ladder.LADDER],
+            expected=EXPECTED_STUDY[attnlab_studies.LADDER],
         output:
             tables=LADDER_TABLES,
         params:
@@ -39,7 +37,7 @@ if LADDER:
     rule ladder_claims:
         input:
             bundles=lambda wildcards: study_cells(_LADDER),
-            expected=EXPECTED_STUDY[attnlab_ladder.LADDER],
+            expected=EXPECTED_STUDY[attnlab_studies.LADDER],
         output:
             tables=LADDER_CLAIMS,
         params:

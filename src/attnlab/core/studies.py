@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass
 
 CONTEST, SWEEP = "contest", "sweep"
+LADDER = "ladder"  # the study that is the scale ladder: it also gets the ladder's tables, figures and ledger rows
 BUILT_IN = (CONTEST, SWEEP)
 SECTIONS = ("model", "train")  # the only config sections a study may override
 CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR

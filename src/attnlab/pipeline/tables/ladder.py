@@ -29,14 +29,13 @@ import pandas as pd
 from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config_types import to_json
 from attnlab.core.io import atomic_write_text
-from attnlab.core.studies import axis_column
+from attnlab.core.studies import LADDER, axis_column
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
 
-LADDER = "ladder"  # the study that is the scale ladder
 LADDER_PROTOCOL = "scale ladder"  # how a verdict measured on the ladder names where it was measured
 STEPS = "steps"  # the training-length column (train.steps), set by the study or by the config
 SIZE, LENGTH = "size", "length"  # the `series` of a row: at the ladder's length, or at another length
