@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from PIL import Image
 
-from attnlab.core.bundle_format import format_lr
+from attnlab.core.bundle_format import CURVE_COLUMNS, format_lr
 from attnlab.pipeline import contract, score_scale as scale
 from attnlab.pipeline.figures import catalog, entropy, lr_sweep, mass_auroc, reading, score_orbit
 from attnlab.pipeline.figures import score_scale as score_figure
@@ -262,7 +262,8 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
     }
     attention = {"steps": np.array(steps), "tokens": np.arange(length), "text": np.array(text), "weights": weights}
     out = root / variant / f"lr{lr!r}" / f"seed{seed}"
-    write_bundle(out, summary, curve, telemetry, attention, save_stand_in_params)
+    write_bundle(out, summary, list(curve[list(CURVE_COLUMNS)].itertuples(index=False)), telemetry, attention,
+                 save_stand_in_params)
     row = {"variant": variant, "lr": lr, "seed": seed, "path": str(out), "best_val_loss": summary["best_val_loss"],
            "final_val_loss": summary["final_val_loss"], "diverged": diverged,
            "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10}

@@ -20,10 +20,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
-from attnlab.core.bundle_format import BUNDLE_FILE, CURVE_COLUMNS, cell_dir
+from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
@@ -44,7 +43,7 @@ ENOSPC_TEXT = os.strerror(errno.ENOSPC)
 
 def stand_in_bundle(out: Path, variant="softmax", lr=0.003, seed=0, log=print) -> Path:
     """A bundle written by the real writer, with small stand-ins for the arrays and the Orbax parameters."""
-    curve = pd.DataFrame([[0, np.nan, 4.0, 0.0], [10, 3.5, 3.4, 1.0]], columns=list(CURVE_COLUMNS))
+    curve = [[0, np.nan, 4.0, 0.0], [10, 3.5, 3.4, 1.0]]  # rows of CURVE_COLUMNS, as the trainer keeps them
 
     def save_params(folder: Path) -> None:
         (folder / "d").mkdir(parents=True)
@@ -173,7 +172,7 @@ def test_an_earlier_bundle_of_only_its_own_files_is_replaced_file_by_file(tmp_pa
 def test_a_file_added_while_the_cell_trained_is_refused_at_the_swap(tmp_path):
     """The check runs again just before the swap: a file that appeared meanwhile keeps the earlier bundle in place."""
     out = stand_in_bundle(tmp_path / "out")
-    curve = pd.DataFrame([[0, np.nan, 4.0, 0.0]], columns=list(CURVE_COLUMNS))
+    curve = [[0, np.nan, 4.0, 0.0]]
 
     def save_params_while_a_user_writes(folder: Path) -> None:
         (out / "NOTES.md").write_text("written during training\n")
@@ -341,7 +340,7 @@ def test_a_disk_that_fills_during_a_checkpoint_is_one_line_and_leaves_no_tempora
 def test_a_disk_that_fills_during_the_bundle_write_is_one_line_and_keeps_the_earlier_bundle(tmp_path):
     out = stand_in_bundle(tmp_path / "out")
     before = tree(tmp_path)
-    curve = pd.DataFrame([[0, np.nan, 4.0, 0.0]], columns=list(CURVE_COLUMNS))
+    curve = [[0, np.nan, 4.0, 0.0]]
 
     def save_params_on_a_full_disk(folder: Path) -> None:
         folder.mkdir()

@@ -209,12 +209,12 @@ def _umask() -> int:
     return current
 
 
-def write_curve(path: Path, rows: list) -> None:
-    """curve.csv: one row per evaluation (CURVE_COLUMNS), a missing or NaN value left empty and every float
+def write_curve(path: Path, rows) -> None:
+    """curve.csv: one row per evaluation (CURVE_COLUMNS, in that order), a missing or NaN value left empty and every float
     written in its shortest exact form, as pandas' to_csv writes it (the csv module keeps pandas out of the
     trainer's imports, about a second of every cell's start)."""
     def text(value) -> str:
-        if value is None or (isinstance(value, float) and math.isnan(value)):
+        if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
             return ""
         if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
             return str(int(value))
