@@ -22,6 +22,7 @@ from attnlab.pipeline.contract import A3_GATE_INIT
 from attnlab.pipeline.figures import catalog
 from attnlab.pipeline import formatting
 from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
+from attnlab.pipeline.report.style import PAGE_STYLE
 from conftest import REPO
 
 
@@ -214,3 +215,12 @@ def test_tables_another_config_left_on_disk_are_not_this_builds(workspace):
     build_manifest.write(folder / build_manifest.MANIFEST, ["ladder", "ladder_claims", "ladder_seeds", "study_old"])
     assert set(scale.load(folder)) == {"ladder", "ladder_claims"} and list(build.load_studies(folder)) == ["old"]
     assert len(claims.ledger(claims.load_tables(folder))) > len(claims.CHECKS)
+
+
+def test_short_names_never_break_mid_word_but_running_text_still_wraps():
+    frame = pd.DataFrame({"variant": ["softmax", "yat_b"], "note": ["wraps at its spaces", "x"],
+                          "loss": ["2.1756", "2.3022"]})
+    shown = page.table_html(frame, 1, "t")
+    assert shown.count('<td class="text word">') == 2, "a variant name could break as 'softma / x'"
+    assert shown.count('<td class="text">') == 2 and shown.count('<td class="num">') == 2
+    assert "td.word { overflow-wrap: normal; white-space: nowrap; }" in " ".join(PAGE_STYLE.split())

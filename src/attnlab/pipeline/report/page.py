@@ -119,7 +119,8 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     per_seed: the per-seed detail, shown folded under the table so the table itself fits the text column.
     """
     columns = list(frame.columns)
-    kinds = {c: "num" if _numeric_column(frame[c]) and c not in left else "text" for c in columns}
+    kinds = {c: "num" if _numeric_column(frame[c]) and c not in left else
+             "text word" if _word_column(frame[c]) else "text" for c in columns}
     classes = " ".join(["paper", css] + (["wide"] if widths else [])).strip()
     ident = f' id="{anchor("table", name)}"' if name else ""
     layout = ' style="table-layout:fixed"' if widths else ""
@@ -159,6 +160,15 @@ def details_html(frame: pd.DataFrame, summary: str) -> str:
 
 
 _NUMERIC = re.compile(r"^[\s+\-−–±×%,.\d()\[\]e≈<>~]*$")
+
+
+WORD_CHARS = 12  # a column of single words no longer than this never breaks inside a word ('softmax', 'yat_b')
+
+
+def _word_column(values: pd.Series) -> bool:
+    """A column of short names (variants, series): the browser may not break them mid-word to narrow the table."""
+    texts = [cell_text(v).strip() for v in values]
+    return bool(texts) and all(len(t) <= WORD_CHARS and not any(ch.isspace() for ch in t) for t in texts)
 
 
 def _numeric_column(values: pd.Series) -> bool:

@@ -37,6 +37,7 @@ figure.paper p.made-by { font-size: 0.8em; color: #555; margin: 0.3em auto 0 aut
 .jp-RenderedHTMLCommon table.paper .text { text-align: left; }
 .jp-RenderedHTMLCommon table.paper .num { text-align: right; font-variant-numeric: tabular-nums; }
 .jp-RenderedHTMLCommon table.paper td.num { overflow-wrap: normal; }
+.jp-RenderedHTMLCommon table.paper td.word { overflow-wrap: normal; white-space: nowrap; }
 .jp-RenderedHTMLCommon table.paper.small { font-size: 0.8em; }
 .jp-RenderedHTMLCommon table.paper tr { break-inside: avoid; page-break-inside: avoid; }
 .jp-RenderedHTMLCommon details.per-seed { margin: -1.2em 0 1.6em 0; font-size: 0.85em; }
