@@ -18,6 +18,7 @@ import os
 import shutil
 import stat
 import tempfile
+import time
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -124,7 +125,7 @@ def write_bundle(out: Path, summary: dict, curve: list, telemetry: dict, attenti
                       outcome=f"the new bundle was not written and {out} is as it was")
         _replace_bundle(staging, out, log)
     except BaseException as err:
-        shutil.rmtree(staging, ignore_errors=True)  # made whole by this writer
+        remove_settled(staging)  # made whole by this writer
         if is_disk_full(err):
             raise DiskFullError(f"the disk is full: cannot write the bundle {out} ({disk_full_reason(err)}); "
                                 f"free space on that disk and run again (the partial bundle was removed)") from None
@@ -207,6 +208,18 @@ def _umask() -> int:
     current = os.umask(0)
     os.umask(current)
     return current
+
+
+def remove_settled(folder: Path, settle_s: float = 0.3, budget_s: float = 10.0) -> None:
+    """Remove a staging folder this writer made, again if it comes back: after a failed save, a writer thread
+    of Orbax's that predates the save (its pools live for the process) may still create a file in it for a
+    moment. Gone once it has stayed absent for settle_s, or when budget_s runs out."""
+    deadline = time.monotonic() + budget_s
+    while True:
+        shutil.rmtree(folder, ignore_errors=True)
+        time.sleep(settle_s)
+        if not folder.exists() or time.monotonic() > deadline:
+            return
 
 
 def write_curve(path: Path, rows) -> None:
