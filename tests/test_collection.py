@@ -49,7 +49,7 @@ def tiny(**train) -> dict:
     return cfg
 
 
-GQA = Path("studies") / "composability" / "kv_heads=1,attention_impl=dense"  # the composability study's folder
+GQA = Path("studies") / "composability" / "kv_heads=1+attention_impl=dense"  # the composability study's folder
 
 
 def the_slice(**train) -> dict:
@@ -177,7 +177,7 @@ def test_composability_runs_are_held_to_their_own_slice(tmp_path):
     assert len(check_bundles([run_bundle, gqa_bundle], expected)) == 2  # the same cell, in two grids
     with pytest.raises(BundleError, match="--forcerun train_cell"):
         check_expected(bundles_of(gqa_bundle), dict(expected, code={"softmax": "0" * 16}, rule="train_cell"))
-    misplaced = make_bundle(results / "studies" / "composability" / "kv_heads=2,attention_impl=dense", gqa)
+    misplaced = make_bundle(results / "studies" / "composability" / "kv_heads=2+attention_impl=dense", gqa)
     with pytest.raises(BundleError, match="not in a folder this grid trains into"):
         check_expected(bundles_of(misplaced), expected)
     shutil.rmtree(run_bundle)

@@ -292,7 +292,7 @@ def test_points_cross_the_axes_and_each_sets_its_keys_together():
     assert study.axis_keys == ("model.d_model", "model.heads", "train.steps", "model.dropout")
     assert study.points()[2] == (("model.d_model", 48), ("model.heads", 3), ("train.steps", 120),
                                  ("model.dropout", 0.0))
-    assert studies.point_text(study.points()[0]) == "d_model=32,heads=2,steps=60,dropout=0.0"
+    assert studies.point_text(study.points()[0]) == "d_model=32+heads=2+steps=60+dropout=0.0"
 
 
 @pytest.mark.parametrize("points,study,refusal", [
@@ -305,7 +305,7 @@ def test_points_cross_the_axes_and_each_sets_its_keys_together():
     ([{"model": {"d_model": 32}}], {"model": {"d_model": 64}}, r"model\.d_model is also set by the study outside"),
     ([{"model": {"d_modle": 32}}], {}, r"points\[0\]\.model\.d_modle: unknown key"),
     ([{"data": {"train_fraction": 0.5}}], {}, r"points\[0\]\.data: a point sets model and train keys only"),
-    ([{"model": {"d_model": 30, "heads": 4}}], {}, r"studies\.ladder at d_model=30,heads=4: model\.heads: 4 does not "
+    ([{"model": {"d_model": 30, "heads": 4}}], {}, r"studies\.ladder at d_model=30\+heads=4: model\.heads: 4 does not "
                                                     r"divide model\.d_model 30"),
     (["rung"], {}, r"points\[0\]: a point is a mapping of model and train values"),
 ])

@@ -112,7 +112,7 @@ def test_composability_is_a_study_with_the_cells_it_always_had():
         base = cell_slice(cfg)
         assert sliced == dict(base, model=dict(base["model"], **key.axes))  # only kv_heads and the path differ
         assert paths.cell_bundle(key).as_posix().startswith(
-            f"results/studies/composability/kv_heads={key.axes['kv_heads']},attention_impl=")
+            f"results/studies/composability/kv_heads={key.axes['kv_heads']}+attention_impl=")
 
 
 def test_a_cell_two_studies_share_trains_once_in_the_first_studys_folder():
@@ -154,8 +154,8 @@ def test_the_cell_key_keeps_an_lr_as_its_exact_text():
     assert CellKey.of("yat", "1.0e-3", 0) == CellKey.of("yat", 0.001, 0)
     key = CellKey.of("a3", 3e-3, 2, "gqa", [("model.kv_heads", None), ("model.attention_impl", "dense")])
     assert CellKey.from_json(json.loads(json.dumps(key.to_json()))) == key
-    assert point_text(key.point) == "kv_heads=null,attention_impl=dense"
-    assert key.label() == "a3 lr=0.003 seed=2 (gqa kv_heads=null,attention_impl=dense)"
+    assert point_text(key.point) == "kv_heads=null+attention_impl=dense"
+    assert key.label() == "a3 lr=0.003 seed=2 (gqa kv_heads=null+attention_impl=dense)"
 
 
 # ---- a key added with a default that keeps the old behaviour changes no cell's identity

@@ -26,7 +26,9 @@ LADDER = "ladder"  # the study that is the scale ladder: it also gets the ladder
 BUILT_IN = (CONTEST, SWEEP)
 SECTIONS = ("model", "train")  # the only config sections a study may override
 CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR
-POINT_SEPARATOR = ","  # between the axis values of a point's folder name: kv_heads=2,attention_impl=dense
+# between the axis values of a point's folder name: kv_heads=2+attention_impl=dense. Not a comma: Snakemake
+# hands a cluster job its wildcards as `--target-jobs rule:name=value,name=value` and splits them at commas.
+POINT_SEPARATOR = "+"
 NO_AXES = "base"  # the folder name of the one point of a study without axes
 
 
@@ -130,7 +132,7 @@ def value_text(value) -> str:
 
 
 def point_text(point) -> str:
-    """A point as a folder name and in messages: each key without its section, then its value (kv_heads=2,...),
+    """A point as a folder name and in messages: each key without its section, then its value (kv_heads=2+...),
     in the point's order (the schema's order of keys, see study)."""
     if not point:
         return NO_AXES
