@@ -103,8 +103,9 @@ def write_rung_claims(cells: list[tuple[CellKey, dict]], out_dir: Path) -> pd.Da
     """ladder_claims.csv/.md/.tex under out_dir; returns the table as it reads."""
     protocol = str(cells[0][1]["config"].get("name", "")) if cells else ""
     table = rung_claims(cells, protocol)
-    write_table(table, out_dir / "ladder_claims", claims_display(table))
-    return claims_display(table)
+    shown = claims_display(table)
+    write_table(table, out_dir / "ladder_claims", shown)
+    return shown
 
 
 def main(argv: list[str] | None = None) -> int:
