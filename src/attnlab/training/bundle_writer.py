@@ -223,9 +223,9 @@ def remove_settled(folder: Path, settle_s: float = 0.3, budget_s: float = 10.0) 
 
 
 def write_curve(path: Path, rows) -> None:
-    """curve.csv: one row per evaluation (CURVE_COLUMNS, in that order), a missing or NaN value left empty and every float
-    written in its shortest exact form, as pandas' to_csv writes it (the csv module keeps pandas out of the
-    trainer's imports, about a second of every cell's start)."""
+    """curve.csv: one row per evaluation (CURVE_COLUMNS, in that order), a missing or NaN value left empty
+    and every float written in its shortest exact form, as pandas' to_csv writes it (the csv module keeps
+    pandas out of the trainer's imports, about a second of every cell's start)."""
     def text(value) -> str:
         if value is None or (isinstance(value, (float, np.floating)) and math.isnan(value)):
             return ""
