@@ -45,7 +45,8 @@ def has_table(folder: Path, name: str) -> bool:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Write the list of a build's optional tables.")
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("tables", nargs="*", help="the optional tables' names (composability, ladder, study_<name>, ...)")
+    parser.add_argument("tables", nargs="*",
+                        help="the optional tables' names (composability, ladder, study_<name>, ...)")
     args = parser.parse_args(argv)
     write(args.out, args.tables)
     return 0
