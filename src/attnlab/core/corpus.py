@@ -150,10 +150,22 @@ def load_corpus(path: Path, train_fraction: float = 0.9, expected_sha256: str | 
     data = read_verified(Path(path), expected_sha256, "corpus")
     text = data.decode("utf-8")
     vocab = "".join(sorted(set(text)))
-    lookup = {ch: i for i, ch in enumerate(vocab)}
-    ids = np.fromiter((lookup[ch] for ch in text), dtype=np.int32, count=len(text))
+    ids = encode_ids(text, vocab)
     split = int(len(ids) * train_fraction)
     return Corpus(text=text, vocab=vocab, train=ids[:split], val=ids[split:])
+
+
+def encode_ids(text: str, vocab: str) -> np.ndarray:
+    """Each character's index in the sorted vocabulary, found by code point in one vectorised search.
+
+    Sorting strings sorts characters by code point, so the code points of
+    `vocab` are ascending and searchsorted finds each character's index (a
+    Python loop over a million characters costs every trainer a fifth of a
+    second at start-up).
+    """
+    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+    vocab_codes = np.frombuffer(vocab.encode("utf-32-le"), dtype=np.uint32)
+    return np.searchsorted(vocab_codes, codes).astype(np.int32)
 
 
 def check_fits(corpus: Corpus, block_size: int, batch_size: int, window_offset: int | None = None) -> None:

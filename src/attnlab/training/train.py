@@ -329,8 +329,13 @@ def write_cell_bundle(cell: Cell, params, progress: Progress, maps: dict, out: P
 
 
 def all_finite(tree) -> bool:
-    """One device reduction and one host read, not one per leaf."""
-    return bool(jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)])))
+    """One compiled reduction and one host read, not one eager op per leaf at every stop."""
+    return bool(_all_finite(tree))
+
+
+@jax.jit
+def _all_finite(tree):
+    return jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)]))
 
 
 def bundle_summary(cell: Cell, params, progress: Progress, arrays, code_fingerprint: str) -> dict:
