@@ -36,15 +36,18 @@ CODE = "c0de0000c0de0000"
 
 
 def tiny(**train) -> dict:
-    """The smoke config cut to one softmax cell, 20 steps (and one GQA run for the composability table)."""
+    """The smoke config cut to one softmax cell of 20 steps (and one GQA run for the composability table).
+
+    The smoke model, batches and 20 steps between stops: its cells load the
+    smoke build's compiled programs from the run's XLA cache.
+    """
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg["name"] = "tiny"
-    cfg["model"].update(d_model=16, layers=1, heads=2, block_size=16, d_ff=32)
-    cfg["train"].update({"steps": STEPS, "eval_every": 10, "batch_size": 4, "eval_batches": 1, **train})
+    cfg["train"].update({"steps": STEPS, "eval_every": STEPS, **train})
+    cfg["telemetry"]["snapshot_fractions"] = [0.0, 1.0]
     cfg["variants"] = ["softmax"]
     cfg["contest"] = {"seeds": [0], "lr": {"softmax": 3.0e-3}}
     cfg["sweep"] = {"seed": 0, "lrs": [3.0e-3]}
-    cfg["telemetry"]["entropy_min_keys"] = 8
     cfg["studies"] = [{"name": "composability", "model": {"kv_heads": [1], "attention_impl": ["dense"]}}]
     return cfg
 
@@ -129,24 +132,24 @@ def test_a_bundle_from_other_code_is_refused_naming_both_fingerprints(tmp_path):
 def test_every_differing_key_is_named_and_a_missing_one_reads_absent(tmp_path):
     root = tmp_path / "runs"
     config = the_slice(steps=40)
-    config["model"]["d_model"] = 32
+    config["model"]["d_model"] = 48
     del config["telemetry"]["entropy_min_keys"]
     folder = make_bundle(root, config)
     with pytest.raises(BundleError) as err:
         check_expected(bundles_of(folder), expectation(root))
     message = str(err.value)
-    for named in ("model.d_model 32 in the bundle, 16 expected", "train.steps 40 in the bundle, 20 expected",
-                  "telemetry.entropy_min_keys absent in the bundle, 8 expected"):
+    for named in ("model.d_model 48 in the bundle, 32 expected", "train.steps 40 in the bundle, 20 expected",
+                  "telemetry.entropy_min_keys absent in the bundle, 16 expected"):
         assert named in message, message
 
 
 def test_true_is_not_the_number_one(tmp_path):
     root = tmp_path / "runs"
-    config = the_slice()
+    config = the_slice(eval_batches=1)
     config["train"]["eval_batches"] = True  # JSON's true == 1 in Python
     folder = make_bundle(root, config)
     with pytest.raises(BundleError, match="train.eval_batches true in the bundle, 1 expected"):
-        check_expected(bundles_of(folder), expectation(root))
+        check_expected(bundles_of(folder), expectation(root, eval_batches=1))
 
 
 def test_the_fix_names_this_builds_snakemake_command(tmp_path, monkeypatch):

@@ -76,9 +76,14 @@ def assert_only_changed(before: dict, after: dict, *allowed: str) -> None:
 
 
 def tiny_config(**sections) -> dict:
-    """The smoke config at 20 steps (eval every 10), with sections updated."""
+    """The smoke config at 40 steps, with sections updated.
+
+    Every trainer these tests start keeps 20 steps between stops, as the smoke
+    build's cells do, so it loads their compiled programs from the run's XLA
+    cache instead of compiling its own.
+    """
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
-    cfg["train"].update(steps=20, eval_every=10)
+    cfg["train"].update(steps=40, eval_every=20)
     for section, values in sections.items():
         if isinstance(values, dict):
             cfg.setdefault(section, {}).update(values)
@@ -167,7 +172,7 @@ def test_checkpoint_dir_with_other_files_survives_a_successful_run(trained):
     assert (ckpt / "softmax" / "keep.txt").read_text() == "mine\n"
     assert (cell_dir(ckpt, "yat", 3e-3, 0) / "state.bin").is_file()
     assert not (ckpt / "softmax" / "lr0.003").exists(), "the cell's own checkpoint folder outlived its bundle"
-    assert read_bundle(trained["out"])["steps_done"] == 20
+    assert read_bundle(trained["out"])["steps_done"] == 40
 
 
 @pytest.mark.parametrize("where,named", [
@@ -194,12 +199,12 @@ def test_out_over_anything_but_this_cells_bundle_is_refused_before_training(ws, 
 def test_out_over_an_earlier_bundle_of_the_same_cell_is_replaced_whole(ws, trained, corpus_copy, cache):
     out = cell_dir(ws / "runs", *CELL)
     shutil.copytree(trained["out"], out)
-    cfg = tiny_config(train={"steps": 30, "eval_every": 10})
-    write_config(ws / "thirty.yaml", cfg)
+    cfg = tiny_config(train={"steps": 60})
+    write_config(ws / "sixty.yaml", cfg)
     before = tree(ws)
-    result = attnlab(*train_args(ws / "thirty.yaml", out, corpus_copy, cache), cwd=ws)
+    result = attnlab(*train_args(ws / "sixty.yaml", out, corpus_copy, cache), cwd=ws)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert read_bundle(out)["steps_done"] == 30
+    assert read_bundle(out)["steps_done"] == 60
     assert_only_changed(before, tree(ws), "runs/softmax/lr0.003/seed0")
     assert sorted(p.name for p in out.parent.iterdir()) == ["seed0"], "staging or old folders left behind"
 
@@ -242,8 +247,7 @@ def test_corpus_path_holding_another_file_is_refused_never_replaced(ws, cache, c
 def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, trained, corpus_path, cache):
     ws = tmp_path / "ws"
     ws.mkdir()
-    cfg = cell_slice(validate_config(tiny_config(train={"steps": 500, "eval_every": 250,
-                                                         "checkpoint_every": 100})))
+    cfg = cell_slice(validate_config(tiny_config(train={"steps": 400, "checkpoint_every": 100})))
     ckpt, out = ws / "checkpoints", ws / "out"
     shutil.copytree(trained["out"], out)  # an earlier bundle of this cell: replaced at the end
 
@@ -256,14 +260,14 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
     first.send_signal(signal.SIGKILL)
     first.wait()
     assert committed, "the first run ended before its first checkpoint: " + (ws / "train.log").read_text()[-3000:]
-    assert read_bundle(out)["steps_done"] == 20, "a killed run touched the earlier bundle"
+    assert read_bundle(out)["steps_done"] == 40, "a killed run touched the earlier bundle"
     assert any(p.name.isdigit() for p in orbax.iterdir())
     result = run(trainer("new-code"), cwd=ws)
     assert result.returncode == 0, result.stderr[-3000:]
     assert "ignoring the checkpoint" in result.stdout and "other code" in result.stdout
     assert "resuming" not in result.stdout
     bundle = read_bundle(out)
-    assert bundle["resumed_from"] == [] and bundle["steps_done"] == 500
+    assert bundle["resumed_from"] == [] and bundle["steps_done"] == 400
     assert bundle["provenance"]["code_fingerprint"] == "new-code"
     assert not ckpt.exists() or not any(ckpt.iterdir()), "the cell's checkpoint folder outlived its bundle"
     assert sorted(p.name for p in ws.iterdir() if p.name != "checkpoints") == ["out", "train.log"]
@@ -478,14 +482,14 @@ def test_attnlab_corpus_that_is_not_a_file_is_named_for_what_it_is(ws, cache, ki
 @pytest.mark.slow
 def test_the_trainer_exits_when_the_process_it_watches_dies(tmp_path, tiny_cfg, corpus_copy, cache):
     cfg = copy.deepcopy(tiny_cfg)
-    cfg["train"].update(steps=200_000, eval_every=2_000)
+    cfg["train"].update(steps=200_000)  # 20 steps between stops, as the smoke build's cells
     parent = subprocess.Popen(["sleep", "600"])
     log = tmp_path / "train.log"
     out = tmp_path / "out"
     trainer = start(trainer_args(cfg, out, corpus_copy, "softmax", "0.003", 0, None, "x", "--compile-cache", cache,
                                  "--watch-pid", parent.pid), cwd=tmp_path, log=log)
     try:
-        # step 0's line is printed just before the first chunk of 2,000 steps starts
+        # step 0's line is printed just before the first chunk of steps starts
         assert wait_for(lambda: "step 0/" in log.read_text(), trainer), log.read_text()[-3000:]
         parent.kill()
         parent.wait()  # reaped: the pid is gone, as Snakemake's is after a SIGKILL

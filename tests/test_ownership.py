@@ -249,7 +249,7 @@ def test_a_second_trainer_on_the_same_out_or_checkpoint_folder_is_refused_naming
     out = stand_in_bundle(ws / "runs" / "cell")  # the victim: an earlier bundle of this cell
     ckpt = ws / "ckpt"
     out_lock, ckpt_lock = ws / "runs" / ".cell.lock", cell_dir(ckpt, *CELL).parent / ".seed0.lock"
-    long = cell_slice(validate_config(tiny_config(train={"steps": 200_000, "eval_every": 2_000})))
+    long = cell_slice(validate_config(tiny_config(train={"steps": 200_000})))
     first = start(trainer_args(long, out, corpus_path, "softmax", "0.003", 0, ckpt, "first", "--compile-cache", cache),
                   cwd=ws, log=ws / "first.log")
     try:
@@ -272,7 +272,7 @@ def test_a_second_trainer_on_the_same_out_or_checkpoint_folder_is_refused_naming
     assert out_lock.exists() and ckpt_lock.exists()
     result = attnlab(*cli_train(ws / "tiny.yaml", out, corpus_path, cache, "--checkpoint-dir", ckpt), cwd=ws)
     assert result.returncode == 0, result.stderr[-3000:]
-    assert json.loads((out / BUNDLE_FILE).read_text())["steps_done"] == 20
+    assert json.loads((out / BUNDLE_FILE).read_text())["steps_done"] == 40
     assert leftovers(ws) == [] and not ckpt.exists()
 
 
@@ -372,7 +372,7 @@ runpy.run_module("attnlab.cli", run_name="__main__")
 @pytest.mark.parametrize("where", ["checkpoint", "bundle"])
 def test_attnlab_train_on_a_full_disk_says_so_in_one_line(ws, corpus_path, cache, where):
     """The real trainer and Orbax, with every Orbax metadata write in the failing folder refused as ENOSPC."""
-    write_config(ws / "tiny.yaml", tiny_config(train={"checkpoint_every": 10}))
+    write_config(ws / "tiny.yaml", tiny_config(train={"checkpoint_every": 20}))
     out = stand_in_bundle(ws / "out")  # the victim: an earlier bundle of this cell
     ckpt = ws / "ckpt"
     marker = str(cell_dir(ckpt, *CELL)) + "/" if where == "checkpoint" else f"/.{out.name}.partial-"

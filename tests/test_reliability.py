@@ -273,7 +273,7 @@ def test_wrong_corpus_checksum_fails_before_training(tiny_cfg, small_corpus, tmp
 def two_bundles(tmp_path_factory, corpus_path):
     smoke = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
     cfg = cell_slice(validate_config(smoke))
-    cfg["train"]["steps"] = 20
+    cfg["train"]["steps"] = 40  # 20 steps between stops, as every in-process cell here: one compiled step each
     root = tmp_path_factory.mktemp("bundles")
     for variant in ("softmax", "yat"):
         train_here(cfg, root / variant, corpus_path, variant=variant)
