@@ -25,6 +25,10 @@ from workspace import make_workspace, plan
 
 SMOKE = REPO / "config" / "smoke.yaml"
 DROPOUT_STUDY = {"name": "dropout", "model": {"dropout": [0.0, 0.1]}, "variants": ["softmax", "yat"], "seeds": [0, 1]}
+# The study the smoke build gains: weight decay is a runtime value of the optimiser state, so its cells load the
+# contest's compiled programs from the run's XLA cache instead of compiling new ones.
+DECAY_STUDY = {"name": "decay", "train": {"weight_decay": [0.0, 0.01]}, "variants": ["softmax", "yat"],
+               "seeds": [0, 1]}
 
 
 def smoke(*studies, **top) -> dict:
@@ -242,32 +246,32 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
     # a copy (times kept): the writeup this test rebuilds shows the study, so the shared build must not see it
     ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
     with_study = yaml.safe_load(SMOKE.read_text())  # the smoke config's own studies kept, the new one added
-    with_study["studies"] = with_study.get("studies", []) + [DROPOUT_STUDY]
-    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(with_study))
-    planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
-    new = {f"results/studies/dropout/dropout=0.0/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
-    assert planned["train_cell"] == new  # the dropout 0.1 cells are the contest's, already built
+    with_study["studies"] = with_study.get("studies", []) + [DECAY_STUDY]
+    (ws / "config" / "decay.yaml").write_text(yaml.safe_dump(with_study))
+    planned = plan(ws, "config/decay.yaml", corpus=corpus_path)
+    new = {f"results/studies/decay/weight_decay=0.0/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
+    assert planned["train_cell"] == new  # the weight decay 0.01 cells are the contest's, already built
     # the build's list of its tables gains the study's; the ledger, which reads no study table, is not redone
     assert set(planned) == {"train_cell", "study_table", "build_manifest", "writeup"}, planned.keys()
-    result = snakemake(ws, "--cores", "2", "--configfile", "config/dropout.yaml", corpus=corpus_path)
+    result = snakemake(ws, "--cores", "2", "--configfile", "config/decay.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    table = pd.read_csv(ws / "results" / "tables" / "study_dropout.csv")
-    assert sorted(zip(table.dropout, table.variant)) == [(0.0, "softmax"), (0.0, "yat"), (0.1, "softmax"),
-                                                         (0.1, "yat")]
+    table = pd.read_csv(ws / "results" / "tables" / "study_decay.csv")
+    assert sorted(zip(table.weight_decay, table.variant)) == [(0.0, "softmax"), (0.0, "yat"), (0.01, "softmax"),
+                                                              (0.01, "yat")]
     assert (table.n_seeds == 2).all() and (table.n_paired == 2).all() and table.delta_ci_low.notna().all()
     contest = pd.read_csv(ws / "results" / "tables" / "runs.csv")
     # a3's contest LR is the sweep's choice, so its seed-0 contest cell is a sweep cell too
     assert set(contest.study) == {"contest", "sweep", "contest sweep"}
     assert set(contest[contest.study == "contest sweep"].variant) == {"a3"}
-    shared = table[table.dropout == 0.1].set_index("variant").best_val_mean
+    shared = table[table.weight_decay == 0.01].set_index("variant").best_val_mean
     at = contest[(contest.lr == 0.003) & contest.variant.isin(["softmax", "yat"])].groupby("variant").best_val_loss
     assert shared.to_dict() == pytest.approx(at.mean().to_dict())  # read from the contest's own bundles
-    assert plan(ws, "config/dropout.yaml", corpus=corpus_path) == {}
-    with_study["studies"][-1] = dict(DROPOUT_STUDY, model={"dropout": [0.05, 0.1]})
-    (ws / "config" / "dropout.yaml").write_text(yaml.safe_dump(with_study))
-    planned = plan(ws, "config/dropout.yaml", corpus=corpus_path)
+    assert plan(ws, "config/decay.yaml", corpus=corpus_path) == {}
+    with_study["studies"][-1] = dict(DECAY_STUDY, train={"weight_decay": [0.001, 0.01]})
+    (ws / "config" / "decay.yaml").write_text(yaml.safe_dump(with_study))
+    planned = plan(ws, "config/decay.yaml", corpus=corpus_path)
     assert planned["train_cell"] == {
-        f"results/studies/dropout/dropout=0.05/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
+        f"results/studies/decay/weight_decay=0.001/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1)}
     assert set(planned) == {"train_cell", "study_table", "writeup"}, planned.keys()
     # back to the config without the study: nothing trains and no table is redone, the writeup drops the study
     # (its table stays on disk, no longer listed as this build's)
