@@ -150,6 +150,37 @@ def test_a_checkpoint_from_another_config_is_not_resumed(tiny_cfg, corpus_path, 
     assert bundle["resumed_from"] == [] and bundle["config"]["train"]["weight_decay"] == 0.1
 
 
+CACHE_SPELLINGS = """
+import os, sys
+from pathlib import Path
+import jax
+from attnlab.training.train import COMPILE_CACHE_ENV, configure_runtime
+for given in sys.argv[1:]:
+    if given.startswith("env:"):
+        os.environ[COMPILE_CACHE_ENV] = given[4:]
+        configure_runtime(1, None)
+    else:
+        configure_runtime(1, Path(given))
+    print(jax.config.jax_compilation_cache_dir)
+"""
+
+
+def test_every_spelling_of_the_compile_cache_names_one_folder(tmp_path):
+    """JAX keys each cached program by the cache folder's name too, so the trainer names it one way only.
+
+    The workflow passes `results/jax-cache` (relative, and in the tests a link
+    to the run's cache); a trainer started elsewhere gets the absolute path or
+    $JAX_COMPILATION_CACHE_DIR. Every spelling must reach JAX as one path, or no
+    process loads what another compiled.
+    """
+    (tmp_path / "cache").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "cache", target_is_directory=True)
+    spellings = ["cache", "./cache", str(tmp_path / "cache"), "link", f"env:{tmp_path / 'link'}", "env:cache"]
+    result = run(["-c", CACHE_SPELLINGS, *spellings], cwd=tmp_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.split() == [str((tmp_path / "cache").resolve())] * len(spellings)
+
+
 @pytest.mark.slow
 def test_same_cell_twice_gives_identical_numbers(tiny_cfg, corpus_path, tmp_path):
     a = run_train(tiny_cfg, tmp_path / "a", corpus_path, variant="yat_b")

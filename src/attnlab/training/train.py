@@ -106,13 +106,26 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
+COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
+
+
 def configure_runtime(threads: int, compile_cache: Path | None) -> None:
-    """Pin XLA's CPU parallelism and the compilation cache before JAX starts."""
+    """Pin XLA's CPU parallelism and the compilation cache before JAX starts.
+
+    The cache (--compile-cache, else $JAX_COMPILATION_CACHE_DIR) is named by its
+    resolved path. JAX writes the cache folder's name into every program's
+    compile options, which are part of each entry's key, so one folder reached
+    by two spellings (`results/jax-cache` from the workflow, an absolute path
+    or a link from elsewhere) would otherwise hold two keys per program and
+    never serve one process what another compiled.
+    """
     if threads == 1:
         flags = os.environ.get("XLA_FLAGS", "")
         os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+    cache = compile_cache if compile_cache is not None else os.environ.get(COMPILE_CACHE_ENV)
+    if cache:
+        jax.config.update("jax_compilation_cache_dir", str(Path(cache).resolve()))
     if compile_cache is not None:
-        jax.config.update("jax_compilation_cache_dir", str(compile_cache))
         jax.config.update("jax_persistent_cache_min_compile_time_secs", 0.0)
         jax.config.update("jax_persistent_cache_min_entry_size_bytes", 0)
 
