@@ -82,7 +82,9 @@ def pytest_configure(config):
     Both are set in the environment before any test module imports JAX. The
     cache: this process and every trainer, CLI and Snakemake job a test starts
     share it, so a model compiled once is loaded, not compiled again, by the
-    next process that needs it. A cache given from outside
+    next process that needs it (a workspace that trains links its
+    results/jax-cache to it, and the trainer names the cache by its resolved
+    path, so both spellings are one set of keys). A cache given from outside
     (JAX_COMPILATION_CACHE_DIR already set) is used as it is; so is the
     controller's, in xdist workers (they inherit its environment), and only
     the process that made the cache removes it.
@@ -165,11 +167,7 @@ def smoke_workspace(tmp_path_factory, corpus_path):
     from processes import snakemake
     from workspace import make_workspace
 
-    ws = make_workspace(tmp_path_factory.mktemp("smoke"))
-    shared_cache = os.environ.get("JAX_COMPILATION_CACHE_DIR")
-    if shared_cache:  # the rules' --compile-cache results/jax-cache: this run's one cache
-        (ws / "results").mkdir()
-        (ws / "results" / "jax-cache").symlink_to(shared_cache, target_is_directory=True)
+    ws = make_workspace(tmp_path_factory.mktemp("smoke"), share_compile_cache=True)
     result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if os.environ.get(SMOKE_REFERENCE_ENV):

@@ -297,7 +297,7 @@ def test_a_bundle_reached_through_a_linked_results_folder_is_read(tmp_path):
 @pytest.fixture(scope="module")
 def one_cell(tmp_path_factory, corpus_path):
     """A workspace whose one-cell grid is trained and collected (its tables and its composability table)."""
-    ws = make_workspace(tmp_path_factory.mktemp("one-cell"))
+    ws = make_workspace(tmp_path_factory.mktemp("one-cell"), share_compile_cache=True)
     (ws / "config" / "tiny.yaml").write_text(yaml.safe_dump(tiny(), sort_keys=False))
     result = build(ws, corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 from pathlib import Path
@@ -12,7 +13,14 @@ from processes import snakemake
 COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml", "constraints.txt")
 
 
-def make_workspace(dest: Path) -> Path:
+def make_workspace(dest: Path, share_compile_cache: bool = False) -> Path:
+    """The project's files under `dest`; with share_compile_cache, its builds compile into the run's one cache.
+
+    The rules compile into results/jax-cache: for a workspace that trains, that
+    is made a link to this test run's cache (conftest), so its cells load what
+    other processes compiled. Workspaces that must stay without results/ (a
+    refused build) are made without it.
+    """
     for name in COPIED:
         source = REPO / name
         if source.is_dir():
@@ -20,6 +28,10 @@ def make_workspace(dest: Path) -> Path:
                             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.ipynb"))
         elif source.exists():
             shutil.copy2(source, dest / name)
+    shared = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    if share_compile_cache and shared:
+        (dest / "results").mkdir()
+        (dest / "results" / "jax-cache").symlink_to(shared, target_is_directory=True)
     return dest
 
 
