@@ -23,6 +23,7 @@ REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 # Where the smoke build's tables and bundle summaries are copied, for .ci/slurm-smoke to compare against.
 SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
+CACHE_DIR_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable: the run's one compilation cache
 COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 IN_PROCESS_XLA_FLAGS = "--xla_backend_optimization_level=0"  # the pytest processes only (pytest_configure)
@@ -101,11 +102,11 @@ def pytest_configure(config):
         config._attnlab_xla_flags = os.environ.get("XLA_FLAGS")
         os.environ[CHILD_XLA_FLAGS_ENV] = os.environ.get("XLA_FLAGS", "<unset>")
         os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {IN_PROCESS_XLA_FLAGS}".strip()
-    if os.environ.get("JAX_COMPILATION_CACHE_DIR"):
+    if os.environ.get(CACHE_DIR_ENV):
         return
     cache = Path(tempfile.mkdtemp(prefix="attnlab-test-xla-cache-"))
     config._attnlab_compile_cache = cache
-    os.environ["JAX_COMPILATION_CACHE_DIR"] = str(cache)
+    os.environ[CACHE_DIR_ENV] = str(cache)
     os.environ.update(COMPILE_CACHE_ENV)
 
 
@@ -113,13 +114,19 @@ def pytest_unconfigure(config):
     cache = getattr(config, "_attnlab_compile_cache", None)
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)
-        os.environ.pop("JAX_COMPILATION_CACHE_DIR", None)
+        os.environ.pop(CACHE_DIR_ENV, None)
     if hasattr(config, "_attnlab_xla_flags"):
         os.environ.pop(CHILD_XLA_FLAGS_ENV, None)
         if config._attnlab_xla_flags is None:
             os.environ.pop("XLA_FLAGS", None)
         else:
             os.environ["XLA_FLAGS"] = config._attnlab_xla_flags
+
+
+@pytest.fixture(scope="session")
+def cache() -> Path:
+    """The test run's one XLA compilation cache (pytest_configure), to pass as --compile-cache."""
+    return Path(os.environ[CACHE_DIR_ENV])
 
 
 @pytest.fixture(scope="session")

@@ -78,12 +78,13 @@ def assert_only_changed(before: dict, after: dict, *allowed: str) -> None:
 def tiny_config(**sections) -> dict:
     """The smoke config at 40 steps, with sections updated.
 
-    Every trainer these tests start keeps 20 steps between stops, as the smoke
-    build's cells do, so it loads their compiled programs from the run's XLA
-    cache instead of compiling its own.
+    Every trainer these tests start keeps the smoke config's steps between
+    stops (its eval_every), as the smoke build's cells do, so it loads their
+    compiled programs from the run's XLA cache (conftest's `cache`, outside
+    every snapshot) instead of compiling its own.
     """
     cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
-    cfg["train"].update(steps=40, eval_every=20)
+    cfg["train"].update(steps=40)
     for section, values in sections.items():
         if isinstance(values, dict):
             cfg.setdefault(section, {}).update(values)
@@ -103,12 +104,6 @@ def train_args(config: Path, out, corpus: Path, cache: Path, variant="softmax", 
 
 
 # ---- fixtures
-
-
-@pytest.fixture(scope="session")
-def cache() -> Path:
-    """The test run's one XLA compilation cache (conftest), passed as --compile-cache; outside every snapshot."""
-    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
 
 
 @pytest.fixture(scope="module")

@@ -78,11 +78,6 @@ def lock_holder(path: Path) -> str:
         return ""
 
 
-@pytest.fixture(scope="session")
-def cache() -> Path:
-    return Path(os.environ["JAX_COMPILATION_CACHE_DIR"])
-
-
 @pytest.fixture
 def ws(tmp_path) -> Path:
     ws = tmp_path / "ws"

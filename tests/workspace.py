@@ -7,7 +7,7 @@ import re
 import shutil
 from pathlib import Path
 
-from conftest import REPO
+from conftest import CACHE_DIR_ENV, REPO
 from processes import snakemake
 
 COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml", "constraints.txt")
@@ -28,7 +28,7 @@ def make_workspace(dest: Path, share_compile_cache: bool = False) -> Path:
                             ignore=shutil.ignore_patterns("__pycache__", "*.egg-info", "*.ipynb"))
         elif source.exists():
             shutil.copy2(source, dest / name)
-    shared = os.environ.get("JAX_COMPILATION_CACHE_DIR")
+    shared = os.environ.get(CACHE_DIR_ENV)
     if share_compile_cache and shared:
         (dest / "results").mkdir()
         (dest / "results" / "jax-cache").symlink_to(shared, target_is_directory=True)
