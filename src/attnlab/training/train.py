@@ -4,7 +4,8 @@ Three steps around a small Progress record: restore_or_start, train_until_done,
 write_cell_bundle. The loop runs many optimiser steps per jitted call (a
 fori_loop whose batches are sliced on the device from offsets computed on the
 host), so there is no host round trip per step. LR, seed and step counters are
-runtime values, so cells that differ only in those share one compiled
+runtime values and a chunk's length is set by eval_every alone, so cells that
+differ only in those (or in their number of steps) share one compiled
 executable through JAX's persistent compilation cache. Checkpoints (Orbax)
 live outside the bundle, so a killed job resumes where it stopped and ends
 with the same numbers; a checkpoint written by another config or other code
@@ -107,6 +108,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
+SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"  # added once: XLA_FLAGS is part of every cache key
 
 
 def configure_runtime(threads: int, compile_cache: Path | None) -> None:
@@ -119,9 +121,9 @@ def configure_runtime(threads: int, compile_cache: Path | None) -> None:
     or a link from elsewhere) would otherwise hold two keys per program and
     never serve one process what another compiled.
     """
-    if threads == 1:
+    if threads == 1 and SINGLE_THREAD_FLAG not in os.environ.get("XLA_FLAGS", "").split():
         flags = os.environ.get("XLA_FLAGS", "")
-        os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_multi_thread_eigen=false".strip()
+        os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()
     cache = compile_cache if compile_cache is not None else os.environ.get(COMPILE_CACHE_ENV)
     if cache:
         jax.config.update("jax_compilation_cache_dir", str(Path(cache).resolve()))
@@ -186,7 +188,10 @@ class Cell:
         self.plan = schedule(self.tcfg.steps, self.tcfg.eval_every, self.tcfg.checkpoint_every,
                              self.telemetry.snapshot_fractions)
         self.stops = sorted(set(self.plan["eval"]) | set(self.plan["snapshot"]) | set(self.plan["checkpoint"]))
-        self.max_chunk = max(b - a for a, b in zip(self.stops, self.stops[1:]))
+        # Every chunk's offsets are padded to one length that depends on eval_every alone (no two stops are
+        # further apart, evaluations being stops), not on where snapshots and checkpoints fall, so cells that
+        # differ only in their steps share one compiled loop. The loop runs n_steps; padding is never read.
+        self.chunk_rows = min(self.tcfg.eval_every, self.tcfg.steps)
         self.model = GPT(self.mcfg, rngs=nnx.Rngs(params=self.seed))
         self.graphdef, self.params, self.rest = nnx.split(self.model, nnx.Param, ...)
         self.optimizer = make_optimizer(self.lr, self.tcfg.weight_decay)
@@ -206,7 +211,7 @@ class Cell:
 
     def offsets(self, start: int, n_steps: int) -> np.ndarray:
         return train_offsets(self.seed, start, n_steps, len(self.corpus.train), self.mcfg.block_size,
-                             self.tcfg.batch_size, pad_to=self.max_chunk)
+                             self.tcfg.batch_size, pad_to=self.chunk_rows)
 
     def label(self) -> str:
         return f"{self.variant} lr={self.lr:g} seed={self.seed}"
