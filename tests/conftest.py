@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from processes import CHILD_XLA_FLAGS_ENV  # the XLA_FLAGS every process a test starts gets back
+from processes import TEST_XLA_FLAGS  # quick compiles, for the test processes and every process they start
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
@@ -26,7 +26,6 @@ SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
 CACHE_DIR_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable: the run's one compilation cache
 COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
-IN_PROCESS_XLA_FLAGS = "--xla_backend_optimization_level=0"  # the pytest processes only (pytest_configure)
 # Fixture -> xdist group: the session and module fixtures that train or build. test_browser's
 # built_writeup asks for smoke_workspace at run time, where pytest cannot see the dependency.
 SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest, test_browser
@@ -90,18 +89,26 @@ def pytest_configure(config):
     controller's, in xdist workers (they inherit its environment), and only
     the process that made the cache removes it.
 
-    The compiles: the pytest processes compile at XLA's lowest backend
-    optimisation level (IN_PROCESS_XLA_FLAGS). Their tests check what the
-    code computes, on shapes so small that compiling costs far more than
-    running. Every process a test starts gets the XLA_FLAGS this run was
-    given back (tests/processes.py), so trainers and Snakemake jobs compute
-    exactly as a build does; the flags are part of each cache entry's key,
-    so the two kinds of compile never share an entry.
+    The compiles: every process of the run, the pytest processes and each
+    trainer, CLI and Snakemake job they start, compiles at XLA's lowest
+    backend optimisation level and with the one-thread flag a trainer sets
+    itself (TEST_XLA_FLAGS), so a cell trained in a test process and one in
+    a trainer share cache entries. The tests check what the
+    code computes and what the pipeline does with it, on models so small
+    that compiling costs far more than running: a cold trainer takes about
+    half the CPU this way. The level changes float rounding (about 1e-6 on a
+    smoke cell's loss), never what is computed, and the flags are part of
+    each cache entry's key. The product's own compile is checked where it
+    matters: a cell trained twice under the flags a build compiles with
+    (processes.build_xla_flags) gives identical numbers. .ci/run sets the
+    same flag for its SLURM build, which it compares byte for byte with the
+    tests' smoke build.
     """
-    if CHILD_XLA_FLAGS_ENV not in os.environ:  # the first pytest process; xdist workers inherit both
+    given = os.environ.get("XLA_FLAGS", "")
+    missing = [flag for flag in TEST_XLA_FLAGS if flag not in given.split()]  # CI's, or a worker's inherited
+    if missing:
         config._attnlab_xla_flags = os.environ.get("XLA_FLAGS")
-        os.environ[CHILD_XLA_FLAGS_ENV] = os.environ.get("XLA_FLAGS", "<unset>")
-        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {IN_PROCESS_XLA_FLAGS}".strip()
+        os.environ["XLA_FLAGS"] = " ".join([given, *missing]).strip()
     if os.environ.get(CACHE_DIR_ENV):
         return
     cache = Path(tempfile.mkdtemp(prefix="attnlab-test-xla-cache-"))
@@ -116,7 +123,6 @@ def pytest_unconfigure(config):
         shutil.rmtree(cache, ignore_errors=True)
         os.environ.pop(CACHE_DIR_ENV, None)
     if hasattr(config, "_attnlab_xla_flags"):
-        os.environ.pop(CHILD_XLA_FLAGS_ENV, None)
         if config._attnlab_xla_flags is None:
             os.environ.pop("XLA_FLAGS", None)
         else:

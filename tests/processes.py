@@ -16,7 +16,11 @@ import time
 from pathlib import Path
 
 CODE_FINGERPRINT = "test-code"
-CHILD_XLA_FLAGS_ENV = "ATTNLAB_TEST_CHILD_XLA_FLAGS"  # set by conftest.pytest_configure
+QUICK_COMPILE_FLAG = "--xla_backend_optimization_level=0"
+# Every process of a test run compiles with these (conftest.pytest_configure). The second is the one a
+# one-thread trainer adds itself (attnlab.training.train.SINGLE_THREAD_FLAG): with it, the pytest processes'
+# own cells have the trainers' cache keys and load what they compiled.
+TEST_XLA_FLAGS = (QUICK_COMPILE_FLAG, "--xla_cpu_multi_thread_eigen=false")
 
 
 def python_args(args) -> list[str]:
@@ -24,19 +28,19 @@ def python_args(args) -> list[str]:
 
 
 def environment(env: dict | None = None) -> dict:
-    """This environment, unbuffered, with this interpreter's folder first on PATH: a rule's `python` is ours.
-
-    XLA_FLAGS is the one this test run was given, not the test processes' own
-    quick-compile flags (conftest.pytest_configure).
-    """
+    """This environment, unbuffered, with this interpreter's folder first on PATH: a rule's `python` is ours."""
     path = os.pathsep.join([str(Path(sys.executable).parent), os.environ.get("PATH", "")])
     full = dict(os.environ, PYTHONUNBUFFERED="1", PATH=path)
-    if CHILD_XLA_FLAGS_ENV in full:
-        full["XLA_FLAGS"] = full.pop(CHILD_XLA_FLAGS_ENV)
     full.update({k: str(v) for k, v in (env or {}).items()})
     for name in [k for k, v in full.items() if v == "<unset>"]:
         del full[name]
     return full
+
+
+def build_xla_flags() -> dict:
+    """env for a process that compiles as a build does: XLA_FLAGS without the test run's quick-compile flag."""
+    kept = [flag for flag in os.environ.get("XLA_FLAGS", "").split() if flag != QUICK_COMPILE_FLAG]
+    return {"XLA_FLAGS": " ".join(kept) if kept else "<unset>"}
 
 
 def run(args, cwd: Path | None = None, env: dict | None = None, timeout: int = 600) -> subprocess.CompletedProcess:

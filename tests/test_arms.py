@@ -234,7 +234,8 @@ def test_normswap_bundle_field_is_written_for_kernel_cells_only(tiny_cfg, small_
     from attnlab.training.train import run_cell
 
     corpus, sha = small_corpus
-    cfg = {**tiny_cfg, "data": {**tiny_cfg["data"], "sha256": sha}, "train": {**tiny_cfg["train"], "steps": 20}}
+    cfg = {**tiny_cfg, "data": {**tiny_cfg["data"], "sha256": sha}, "train": {**tiny_cfg["train"], "steps": 20},
+           "model": {**tiny_cfg["model"], "layers": 1}}  # the fields a bundle carries do not depend on depth
     silent = lambda *_: None  # noqa: E731
     swap = run_cell(cfg, "yat_exp", 3e-3, 0, corpus, tmp_path / "yat_exp" / "lr0.003" / "seed0", log=silent)
     assert swap["normswap"]["swapped_to"] == "yat" and swap["normswap"]["native_normaliser"] == "softmax"
