@@ -1,6 +1,7 @@
 """Grouped-query and multi-query attention (model.kv_heads): counts, layout, and what sharing means."""
 
 import copy
+import functools
 
 import jax
 import jax.numpy as jnp
@@ -33,10 +34,16 @@ def paper(kv_heads):
     return validate_config(cfg)
 
 
+@functools.cache
+def paper_counts(kv_heads) -> dict[str, int]:
+    """parameter_counts at the paper config with this kv_heads, traced once per test process."""
+    return parameter_counts(paper(kv_heads))
+
+
 @pytest.mark.parametrize("kv_heads", [k if k == 1 else pytest.param(k, marks=pytest.mark.slow)
                                       for k in PAPER_COUNTS])
 def test_paper_parameter_counts_follow_gqa_arithmetic(kv_heads):
-    counts = parameter_counts(paper(kv_heads))
+    counts = paper_counts(kv_heads)
     for variant, expected in PAPER_COUNTS[kv_heads].items():
         assert counts[variant] == expected, variant
     d, layers, d_head, kv = 192, 6, 48, kv_heads or 4
@@ -44,7 +51,7 @@ def test_paper_parameter_counts_follow_gqa_arithmetic(kv_heads):
     gqa_qkv = (d * d + d) + 2 * (d * kv * d_head + kv * d_head)
     assert counts["softmax"] == 2_719_169 - layers * (mha_qkv - gqa_qkv)
     # each variant's own parameters do not depend on kv_heads: they live on the query heads
-    full = parameter_counts(paper(None))
+    full = paper_counts(None)
     for variant in counts:
         assert counts[variant] - counts["softmax"] == full[variant] - full["softmax"], variant
 
