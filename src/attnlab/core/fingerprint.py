@@ -60,9 +60,9 @@ _DYNAMIC_IMPORTS = ("import_module", "__import__")
 
 
 def module_file(module: str, src: Path = SRC) -> Path:
-    """Source file of an attnlab module or package."""
-    path = Path(src).joinpath(*module.split("."))
-    return path / "__init__.py" if path.is_dir() else path.with_suffix(".py")
+    """Source file of an attnlab module or package (string paths: a parse asks this about a thousand times)."""
+    base = os.path.join(src, *module.split("."))
+    return Path(base, "__init__.py") if os.path.isdir(base) else Path(base + ".py")
 
 
 def imported_modules(module: str, src: Path = SRC) -> set[str]:
@@ -314,6 +314,7 @@ class _FactCache:
 
     def __init__(self):
         self.entries: dict = {}
+        self.checked: dict[str, dict] = {}  # facts key -> its facts, read and checked once in this process
         self.used: set[str] = set()
         self.path: Path | None = None
         self.dirty = False
@@ -385,12 +386,19 @@ def _sha(path: Path) -> str:
 
 
 def _facts(module: str, path: Path) -> dict:
-    """What one module file implies, from its bytes: the attnlab names it imports, its path-like strings."""
+    """What one module file implies, from its bytes: the attnlab names it imports, its path-like strings.
+
+    Keyed by the bytes' sha256, so an entry the cache has checked once (its `checked`) stays right.
+    """
     key = f"{module}:{_sha(path)}"
-    if not _is_facts(_CACHE.get(key)):
-        tree = ast.parse(path.read_bytes(), filename=str(path))
-        _CACHE.put(key, _scan(module, tree, path.name == "__init__.py"))
-    return {"key": key, **_CACHE.entries[key]}
+    checked = _CACHE.checked.get(key)
+    if checked is None:
+        if not _is_facts(_CACHE.get(key)):
+            tree = ast.parse(path.read_bytes(), filename=str(path))
+            _CACHE.put(key, _scan(module, tree, path.name == "__init__.py"))
+        checked = _CACHE.checked[key] = {"key": key, **_CACHE.entries[key]}
+    _CACHE.used.add(key)
+    return checked
 
 
 def _is_digest(value) -> bool:
