@@ -142,7 +142,7 @@ def test_a_model_edit_retrains_every_cell(built, corpus_path):
     # --summary plans what it can see before the select_lr checkpoint reruns: every cell but a3's 'auto'
     # contest seed, which the rerun checkpoint then adds (its own params changed with the code too).
     auto_only = {cell for cell in every if cell[0] == "a3" and cell[2] != "0"}
-    assert len(every) == 15 and len(auto_only) == 1
+    assert len(every) == 12 and len(auto_only) == 1  # 8 sweep cells, 4 of them the contest's seed 0; 4 seed 1
     assert cells == every - auto_only
     assert "select_lr" in planned
 

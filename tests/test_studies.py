@@ -123,7 +123,7 @@ def test_a_cell_two_studies_share_trains_once_in_the_first_studys_folder():
     cfg = validate_config(smoke(DROPOUT_STUDY, {"name": "again", "model": {"dropout": [0.0]},
                                                 "variants": ["softmax"], "seeds": [0]}))
     built, plain = Grid(cfg), Grid(validate_config(smoke()))
-    assert len(plain.trained()) == 14  # before the a3 contest LR is chosen: 6 contest, 8 sweep
+    assert len(plain.trained()) == 11  # before the a3 contest LR is chosen: 8 sweep, 3 more contest (seed 1)
     new = [key for key in built.trained() if key not in plain.trained()]
     assert sorted(paths.cell_bundle(k).as_posix() for k in new) == sorted(
         f"results/studies/dropout/dropout=0.0/{v}/lr0.003/seed{s}" for v in ("softmax", "yat") for s in (0, 1))
@@ -140,7 +140,7 @@ def test_listing_a_studys_keys_in_another_order_moves_no_cell():
     backward = {"name": "gqa", "model": {"attention_impl": ["dense", "blockwise"], "kv_heads": [1, 2]}}
     grids = [Grid(validate_config(smoke(s)), {"a3": 0.01}) for s in (forward, backward)]
     folders = [{paths.cell_bundle(k) for k in built.trained()} for built in grids]
-    assert folders[0] == folders[1] and len(folders[0]) == 15 + 4 * 4 * 2  # 15 contest and sweep cells
+    assert folders[0] == folders[1] and len(folders[0]) == 12 + 4 * 4 * 2  # 12 contest and sweep cells
     keys = [sorted(json.dumps(k.to_json()) for k in built.cells("gqa")) for built in grids]
     assert keys[0] == keys[1]  # the keys a study's table is handed (its params) do not move either
 
@@ -260,9 +260,10 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
                                                               (0.01, "yat")]
     assert (table.n_seeds == 2).all() and (table.n_paired == 2).all() and table.delta_ci_low.notna().all()
     contest = pd.read_csv(ws / "results" / "tables" / "runs.csv")
-    # a3's contest LR is the sweep's choice, so its seed-0 contest cell is a sweep cell too
+    # the sweep includes every contest LR (a3's is the sweep's choice), so each seed-0 contest cell is a sweep cell
     assert set(contest.study) == {"contest", "sweep", "contest sweep"}
-    assert set(contest[contest.study == "contest sweep"].variant) == {"a3"}
+    assert set(contest[contest.study == "contest sweep"].variant) == {"softmax", "yat", "yat_b", "a3"}
+    assert set(contest[contest.study == "contest"].seed) == {1}
     shared = table[table.weight_decay == 0.01].set_index("variant").best_val_mean
     at = contest[(contest.lr == 0.003) & contest.variant.isin(["softmax", "yat"])].groupby("variant").best_val_loss
     assert shared.to_dict() == pytest.approx(at.mean().to_dict())  # read from the contest's own bundles
