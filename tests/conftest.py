@@ -93,16 +93,16 @@ def pytest_configure(config):
     trainer, CLI and Snakemake job they start, compiles quickly (XLA's
     lowest backend optimisation level, its older CPU fusion emitters) and
     with the one-thread flag a trainer sets itself (TEST_XLA_FLAGS), so a
-    cell trained in a test process and one in a trainer share cache entries. The tests check what the
-    code computes and what the pipeline does with it, on models so small
-    that compiling costs far more than running: a cold trainer takes about
-    a third of the CPU this way. The flags change float rounding (about 1e-6
-    on a smoke cell's loss), never what is computed, and the flags are part of
-    each cache entry's key. The product's own compile is checked where it
-    matters: a cell trained twice under the flags a build compiles with
-    (processes.build_xla_flags) gives identical numbers. .ci/run sets the
-    same flag for its SLURM build, which it compares byte for byte with the
-    tests' smoke build.
+    cell trained in a test process and one in a trainer share cache
+    entries. The tests check what the code computes and what the pipeline
+    does with it, on models so small that compiling costs far more than
+    running: a cold trainer takes about a third of the CPU this way. The
+    flags change float rounding (about 1e-6 on a smoke cell's loss), never
+    what is computed, and they are part of each cache entry's key. The
+    product's own compile is checked where it matters: a cell trained twice
+    under the flags a build compiles with (processes.build_xla_flags) gives
+    identical numbers. .ci/run sets the same flags for its SLURM build,
+    which it compares byte for byte with the tests' smoke build.
     """
     given = os.environ.get("XLA_FLAGS", "")
     missing = [flag for flag in TEST_XLA_FLAGS if flag not in given.split()]  # CI's, or a worker's inherited

@@ -23,7 +23,7 @@ from attnlab.core.config import ConfigError, cell_slice, load_config, validate_c
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
-from processes import attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args, wait_for
+from processes import QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args, wait_for
 from workspace import make_workspace
 
 CURVE_NUMBERS = ["step", "train_loss", "val_loss"]  # elapsed_s is wall clock, never reproducible
@@ -191,8 +191,7 @@ def test_same_cell_twice_gives_identical_numbers(tiny_cfg, corpus_path, tmp_path
     cfg = {**tiny_cfg, "model": {**tiny_cfg["model"], "layers": 1}}
     a = run_train(cfg, tmp_path / "a", corpus_path, variant="yat_b", env=as_built)
     b = run_train(cfg, tmp_path / "b", corpus_path, variant="yat_b", env=as_built)
-    assert not {"--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false"} & set(
-        a["provenance"]["xla_flags"].split())
+    assert not set(QUICK_COMPILE_FLAGS) & set(a["provenance"]["xla_flags"].split())
     same_numbers(a, b, tmp_path / "a", tmp_path / "b")
     assert a["learned"] == b["learned"]
 

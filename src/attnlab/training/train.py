@@ -121,8 +121,8 @@ def configure_runtime(threads: int, compile_cache: Path | None) -> None:
     or a link from elsewhere) would otherwise hold two keys per program and
     never serve one process what another compiled.
     """
-    if threads == 1 and SINGLE_THREAD_FLAG not in os.environ.get("XLA_FLAGS", "").split():
-        flags = os.environ.get("XLA_FLAGS", "")
+    flags = os.environ.get("XLA_FLAGS", "")
+    if threads == 1 and SINGLE_THREAD_FLAG not in flags.split():
         os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()
     cache = compile_cache if compile_cache is not None else os.environ.get(COMPILE_CACHE_ENV)
     if cache:
