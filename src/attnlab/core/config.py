@@ -132,6 +132,15 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")
+    if isinstance(cfg["sweep"]["lrs"], dict):
+        for variant in cfg["sweep"]["lrs"]:
+            if variant not in cfg["variants"]:
+                problems.append(f"sweep.lrs.{variant}: {variant!r} is not in this file's variants "
+                                f"{cfg['variants']}; remove it or add the variant")
+        for variant in cfg["variants"]:
+            if variant not in cfg["sweep"]["lrs"]:
+                problems.append(f"sweep.lrs: no learning rates for {variant!r}; give it a list (a mapping of "
+                                "sweep.lrs names every variant's LRs)")
     problems += _lr_folder_clashes(cfg)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
@@ -580,7 +589,7 @@ def _refuse_non_finite(node, source: str, where: str = "") -> None:
 
 def _lr_folder_clashes(cfg: dict) -> list[str]:
     """Two different LRs must never map to one cell folder."""
-    lrs = [float(x) for x in cfg["sweep"]["lrs"]]
+    lrs = list(studies_mod.all_sweep_lrs(cfg))
     lrs += [float(x) for x in cfg["contest"]["lr"].values() if x != AUTO]
     by_name: dict[str, set[float]] = {}
     for lr in lrs:

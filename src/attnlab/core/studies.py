@@ -37,9 +37,11 @@ class Study:
     """One study: its fixed overrides, its axes, and the variants, seeds and LRs its cells train at.
 
     `fixed` and `axes` use dotted keys ("model.dropout"); `lrs` is None for each
-    variant's contest LR, else the study's own LRs (floats). `listed` holds the
-    study's `points`, each ((dotted key, value), ...) with the same keys, crossed
-    with the axes (empty: the axes alone).
+    variant's contest LR, else the study's own LRs (floats). `variant_lrs`, where
+    given, replaces `lrs` for the variants it names ((variant, LRs), ...: the
+    sweep's per-variant lists). `listed` holds the study's `points`, each
+    ((dotted key, value), ...) with the same keys, crossed with the axes (empty:
+    the axes alone).
     """
 
     name: str
@@ -49,6 +51,11 @@ class Study:
     seeds: tuple[int, ...]
     lrs: tuple[float, ...] | None
     listed: tuple[tuple[tuple[str, object], ...], ...] = ()
+    variant_lrs: tuple[tuple[str, tuple[float, ...]], ...] = ()
+
+    def lrs_of(self, variant: str) -> tuple[float, ...] | None:
+        """The LRs one variant's cells train at (None: its contest LR)."""
+        return dict(self.variant_lrs).get(variant, self.lrs)
 
     def points(self) -> list[tuple[tuple[str, object], ...]]:
         """Every listed point crossed with every combination of axis values, in the order the config gives them
@@ -58,10 +65,10 @@ class Study:
         return [listed + combo for listed in (self.listed or ((),)) for combo in combos]
 
     def size(self) -> int:
-        """How many cells the study has: points x variants x seeds x LRs."""
-        lrs = len(self.lrs) if self.lrs is not None else 1
+        """How many cells the study has: points x variants x seeds x each variant's LRs."""
+        lrs = sum(len(self.lrs_of(v)) if self.lrs_of(v) is not None else 1 for v in self.variants)
         combos = math.prod(len(values) for _, values in self.axes)
-        return max(len(self.listed), 1) * combos * len(self.variants) * len(self.seeds) * lrs
+        return max(len(self.listed), 1) * combos * len(self.seeds) * lrs
 
     @property
     def axis_keys(self) -> tuple[str, ...]:
@@ -73,11 +80,25 @@ def studies(cfg: dict) -> list[Study]:
     """The contest, the sweep, then the config's own studies, in that order (a validated config)."""
     variants = tuple(cfg["variants"])
     sweep_seeds = cfg["sweep"].get("seeds") or [cfg["sweep"]["seed"]]
+    by_variant = sweep_lrs(cfg)
     built_in = [
         Study(CONTEST, (), (), variants, tuple(cfg["contest"]["seeds"]), None),
-        Study(SWEEP, (), (), variants, tuple(sweep_seeds), tuple(float(lr) for lr in cfg["sweep"]["lrs"])),
+        Study(SWEEP, (), (), variants, tuple(sweep_seeds), all_sweep_lrs(cfg),
+              variant_lrs=tuple((v, by_variant[v]) for v in variants)),
     ]
     return built_in + [study(entry, cfg) for entry in cfg.get("studies") or ()]
+
+
+def sweep_lrs(cfg: dict) -> dict[str, tuple[float, ...]]:
+    """Each variant's sweep LRs, ascending: sweep.lrs when it is one list, else the variant's own list."""
+    lrs = cfg["sweep"]["lrs"]
+    own = lrs if isinstance(lrs, dict) else {v: lrs for v in cfg["variants"]}
+    return {v: tuple(sorted(float(lr) for lr in own.get(v, ()))) for v in cfg["variants"]}
+
+
+def all_sweep_lrs(cfg: dict) -> tuple[float, ...]:
+    """Every LR some variant sweeps, ascending."""
+    return tuple(sorted({lr for lrs in sweep_lrs(cfg).values() for lr in lrs}))
 
 
 def study(entry: dict, cfg: dict) -> Study:

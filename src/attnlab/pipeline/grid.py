@@ -50,7 +50,8 @@ class Grid:
                     homes[identity].append(home)
                 identities.append(identity)
                 for variant in study.variants:
-                    lrs = study.lrs if study.lrs is not None else [self.contest_lr.get(variant)]
+                    lrs = study.lrs_of(variant)
+                    lrs = lrs if lrs is not None else [self.contest_lr.get(variant)]
                     for lr in (lr for lr in lrs if lr is not None):
                         for seed in study.seeds:
                             key = CellKey.of(variant, lr, seed, study.name, point)
@@ -167,7 +168,8 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
         "contest_lr": built.contest_lr,
         "auto": [v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO],
         "contest_seeds": list(cfg["contest"]["seeds"]),
-        "sweep_lrs": [float(x) for x in cfg["sweep"]["lrs"]],
+        "sweep_lrs": list(studies_mod.all_sweep_lrs(cfg)),
+        "sweep_lrs_by_variant": {v: list(lrs) for v, lrs in studies_mod.sweep_lrs(cfg).items()},
         "sweep_seed": cfg["sweep"]["seed"],
         "sweep_seeds": sweep_seeds(cfg),
         "variants": list(cfg["variants"]),
