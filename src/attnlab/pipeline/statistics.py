@@ -27,15 +27,22 @@ from scipy import stats
 CONFIDENCE = 0.95
 ONE_SEED = "one seed: no interval"
 NO_SEED = "no seed to compare"
+ZERO_SPREAD = "the seeds' values are identical: zero spread is degenerate evidence, not an interval"
+STABLE_MARGIN = 2.0  # a verdict is stable when its interval's half-width is at most 1/STABLE_MARGIN of its clearance
 MAX_SEEDS = 1000  # beyond this many seeds, "more than" is all that is said
 
-# The verdicts of the claims ledger.
+# The verdicts of the claims ledger. The two "by construction" verdicts are settled by how the model is built,
+# not by an experiment, and are counted apart from the empirical ones everywhere.
 HOLDS = "holds"
 CONTRADICTED = "contradicted"
-INCONCLUSIVE = "inconclusive"
+INCONCLUSIVE = "inconclusive"  # "inconclusive at <protocol>" where the build is off the claim's protocol
 NOT_TESTABLE = "not testable"  # always followed by "at <protocol>"
-BY_CONSTRUCTION = "by construction"
-VERDICTS = (HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE, BY_CONSTRUCTION)
+HOLDS_BY_CONSTRUCTION = "holds by construction"
+CONTRADICTED_BY_CONSTRUCTION = "contradicted by construction"
+BY_CONSTRUCTION = (HOLDS_BY_CONSTRUCTION, CONTRADICTED_BY_CONSTRUCTION)
+EMPIRICAL = (HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
+# Longest first: verdict_word reads a verdict by its first words.
+VERDICTS = (HOLDS_BY_CONSTRUCTION, CONTRADICTED_BY_CONSTRUCTION, HOLDS, CONTRADICTED, INCONCLUSIVE, NOT_TESTABLE)
 
 
 @dataclass(frozen=True)
@@ -59,16 +66,19 @@ class Estimate:
     spread: float
     ratio: bool = False
     wins: int | None = None
+    noise: str = ""  # one seed read against a stated noise scale: where that scale comes from
 
     @property
     def has_interval(self) -> bool:
-        return self.n >= 2 and math.isfinite(self.low) and math.isfinite(self.high)
+        return (self.n >= 2 or bool(self.noise)) and math.isfinite(self.low) and math.isfinite(self.high)
 
     @property
     def reason(self) -> str:
         """Why there is no interval ('' when there is one)."""
         if self.has_interval:
             return ""
+        if self.n >= 2 and self.spread == 0:
+            return ZERO_SPREAD
         return ONE_SEED if self.n == 1 else NO_SEED
 
     @property
@@ -115,6 +125,90 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
                     ratio, wins)
 
 
+def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False) -> Estimate:
+    """One seed's value with an interval from a stated noise scale: value ± t · σ, where σ is the seed-to-seed
+    standard deviation of `noise` (the same variant's values over seeds, on the same working scale) and t has
+    that estimate's degrees of freedom. `source` says where σ comes from; without two noise seeds there is none.
+    """
+    working = math.log(value) if ratio else float(value)
+    if noise.n < 2 or not math.isfinite(noise.spread) or noise.spread == 0:
+        return _estimate(np.array([working]), (0,), ratio, wins=None)
+    half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, noise.n - 1)) * noise.spread
+    back = math.exp if ratio else float
+    return Estimate(back(working), back(working - half), back(working + half), 1, (0,), (back(working),),
+                    working, noise.spread, ratio, None,
+                    noise=f"one seed against the seed spread σ = {noise.spread:.3g} of {source} "
+                          f"({noise.n} seeds)")
+
+
+def count_interval(k: int, n: int) -> tuple[float, float]:
+    """The exact (Clopper–Pearson) 95% interval of a share of k events in n seeds (scipy's binomtest)."""
+    if n == 0:
+        return math.nan, math.nan
+    ci = stats.binomtest(k, n).proportion_ci(confidence_level=CONFIDENCE, method="exact")
+    return float(ci.low), float(ci.high)
+
+
+def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
+    """A claim that an event (a divergence) happens in more than `share` of seeds: holds when the exact
+    interval of k/n lies above it, contradicted when below, else inconclusive with the seeds that would
+    settle it at the observed rate."""
+    if n == 0:
+        return Verdict(INCONCLUSIVE, NO_SEED)
+    low, high = count_interval(k, n)
+    if low > share:
+        return Verdict(HOLDS)
+    if high < share:
+        return Verdict(CONTRADICTED)
+    for m in range(n + 1, MAX_SEEDS + 1):
+        lo, hi = count_interval(round(k / n * m), m)
+        if lo > share or hi < share:
+            return Verdict(INCONCLUSIVE, "", m)
+    return Verdict(INCONCLUSIVE, "", None)
+
+
+def count_text(k: int, n: int, event: str) -> str:
+    """'diverged on 2 of 3 seeds (share 95% CI [0.09, 0.99], exact binomial)'."""
+    low, high = count_interval(k, n)
+    return f"{event} on {k} of {n} seed{'s' if n != 1 else ''} (share {CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}], exact binomial)"
+
+
+def slope_with_seed_effect(points: Mapping) -> Estimate:
+    """A trend over every paired point: the least-squares slope of y on x with one intercept per seed (a fixed
+    seed effect), its t-interval on N − S − 1 degrees of freedom (N points, S seeds).
+
+    `points` maps seed -> [(x, y), ...]. Each seed's points share that seed's
+    batches, so each seed gets its own level; the slope is common, and every
+    rung × seed difference counts, not one slope per seed. `spread` is the
+    slope's standard error times √S (the spread of one seed's worth of data),
+    so seeds_to_resolve reads it like a mean over seeds.
+    """
+    xs, ys, groups = [], [], []
+    for seed, pairs in points.items():
+        for x, y in pairs:
+            if math.isfinite(float(x)) and math.isfinite(float(y)):
+                xs.append(float(x)), ys.append(float(y)), groups.append(seed)
+    seeds = tuple(sorted(set(groups)))
+    x, y, g = np.array(xs), np.array(ys), np.array(groups, dtype=object)
+    xc, yc = x.copy(), y.copy()
+    for seed in seeds:
+        own = g == seed
+        xc[own] -= x[own].mean()
+        yc[own] -= y[own].mean()
+    sxx, df = float((xc ** 2).sum()), len(x) - len(seeds) - 1
+    if not seeds or sxx == 0:
+        return Estimate(math.nan, math.nan, math.nan, 0, (), (), math.nan, math.nan)
+    slope = float((xc * yc).sum() / sxx)
+    if df < 1:
+        return Estimate(slope, math.nan, math.nan, len(seeds), seeds, (slope,), slope, math.nan)
+    se = math.sqrt(float(((yc - slope * xc) ** 2).sum()) / df / sxx)
+    if se == 0:
+        return Estimate(slope, math.nan, math.nan, len(seeds), seeds, (slope,), slope, 0.0)
+    low, high = stats.t.interval(CONFIDENCE, df, loc=slope, scale=se)
+    return Estimate(slope, float(low), float(high), max(len(seeds), 2), seeds, (slope,), slope,
+                    se * math.sqrt(len(seeds)))
+
+
 def slope_over_seeds(points: Mapping) -> Estimate:
     """A trend paired by seed: per seed, the least-squares slope of y on x (scipy's linregress), then the mean
     of those slopes with its t-interval over the seeds.
@@ -138,12 +232,25 @@ def slope_over_seeds(points: Mapping) -> Estimate:
 
 def interval(center: float, spread: float, n: int) -> tuple[float, float]:
     """The t-interval of a mean of n values with sample standard deviation `spread` (NaN below two)."""
-    if n < 2 or not math.isfinite(spread):
+    if n < 2 or not math.isfinite(spread) or spread == 0:  # zero spread: degenerate, no interval (ZERO_SPREAD)
         return math.nan, math.nan
-    if spread == 0:
-        return center, center
     low, high = stats.t.interval(CONFIDENCE, n - 1, loc=center, scale=spread / math.sqrt(n))
     return float(low), float(high)
+
+
+def seeds_for_stability(estimate: Estimate, *thresholds: float) -> float | None:
+    """About how many seeds would make a verdict stable at the observed spread: the smallest n whose interval
+    half-width is at most 1/STABLE_MARGIN of the distance from the mean to the nearest threshold, so a new
+    draw of seeds moving the mean by a half-width would not flip it (None without a spread)."""
+    if estimate.n < 2 or not math.isfinite(estimate.spread) or estimate.spread == 0:
+        return None
+    gap = min(abs(estimate.center - estimate.working(t)) for t in thresholds) / STABLE_MARGIN
+    if gap == 0:
+        return math.inf
+    n = np.arange(2, MAX_SEEDS + 1)
+    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * estimate.spread / np.sqrt(n)
+    enough = np.flatnonzero(half <= gap)
+    return int(n[enough[0]]) if enough.size else None
 
 
 def seeds_to_resolve(estimate: Estimate, *thresholds: float) -> float | None:
@@ -238,6 +345,11 @@ def every(*verdicts: Verdict) -> Verdict:
 
 def not_testable(protocol: str) -> str:
     return f"{NOT_TESTABLE} at {protocol}"
+
+
+def inconclusive_at(protocol: str) -> str:
+    """The verdict of a check whose build is off the claim's protocol (a precondition failed)."""
+    return f"{INCONCLUSIVE} at {protocol}"
 
 
 def verdict_word(verdict: str) -> str:
