@@ -27,7 +27,7 @@
 # Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
 from IPython.display import HTML, Markdown, display
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, scale, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, methods, page, scale, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
 from attnlab.pipeline.tables.display import details, shown
 
@@ -78,6 +78,15 @@ show_table(ledger.summary_display(claims_table, SHOWN), f"Claim → verdict at t
 
 # %%
 say(abstract.variants_list(tables["contest"]))
+
+# %% [markdown]
+# ## Methods
+
+# %%
+say(methods.methods_text(runs))
+show_table(methods.protocol_table(runs, tables["params"], tables["contest"], tables["lr_sweep"]),
+           "This build's protocol beside the posts' (read from the bundles and from the published protocol's "
+           "config).", "protocol")
 
 # %% [markdown]
 # ## 1. Parameter budget
@@ -202,7 +211,7 @@ show_figure("score_orbit")
 # %%
 if "scalars" in SHOWN:
     show_table(shown("scalars", tables["scalars"]),
-               "yat_b's learned scalars over layers and heads (seed means; unitless).", "scalars")
+               "yat_b's learned scalars over layers and heads (seed means; unitless; each run's own range is in the text below).", "scalars")
 say(telemetry.scalars_results(tables["scalars"]))
 show_figure("scalars")
 

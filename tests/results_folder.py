@@ -48,13 +48,18 @@ def runs_table(protocol: str) -> pd.DataFrame:
                      "path": f"results/runs/{variant}/lr{lr!r}/seed{seed}", "best_step": 12000,
                      "wall_time_s": 600.0, "compile_s": 9.0, "config.name": protocol,
                      **{f"config.model.{k}": v for k, v in MODEL.items()},
-                     "config.train.steps": 12000, "config.train.batch_size": 64,
+                     "config.train.steps": 12000, "config.train.batch_size": 64, "config.train.eval_every": 500,
+                     "config.train.eval_batches": 16, "config.train.weight_decay": 0.01, "config.model.dropout": 0.1,
+                     "config.data.train_fraction": 0.9,
                      "config.telemetry.entropy_min_keys": 16,
                      "provenance.git.commit": "0123456789abcdef0123456789abcdef01234567", "provenance.git.dirty": False,
                      "provenance.python": "3.11.7", "provenance.packages.jax": "0.10.2",
                      "provenance.packages.flax": "0.12.8", "provenance.device.kind": "gpu",
                      "provenance.device.count": 1, "provenance.platform": "Linux-x86_64",
-                     "provenance.slurm_job_id": np.nan})
+                     "provenance.slurm_job_id": np.nan, "steps_per_s": 20.0 - (1.5 if variant == "a3" else 0) + 0.1 * seed,
+                     "late_gain": 0.001, "improving": False,
+                     "study": "contest sweep" if (lr == CONTEST_LR[variant] and seed == 0) else
+                     ("contest" if lr == CONTEST_LR[variant] else "sweep")})
     return pd.DataFrame(rows)
 
 
@@ -74,7 +79,8 @@ def contest_table(runs: pd.DataFrame) -> pd.DataFrame:
                      "bpc_mean": values.mean() / math.log(2), "n_diverged": 0, "n_params": PARAMS[variant],
                      "seeds": " ".join(map(str, SEEDS)), "delta_vs_softmax": delta.mean, "delta_ci_low": delta.low,
                      "delta_ci_high": delta.high, "wins": delta.wins_text, "n_paired": delta.n,
-                     "gap_vs_softmax": gap.mean - 1, "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1})
+                     "gap_vs_softmax": gap.mean - 1, "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1,
+                     "lr_edge": "", "n_improving": 0})
     return pd.DataFrame(rows, columns=contract.columns("contest"))
 
 
@@ -88,7 +94,7 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
         ok = sweep[(sweep.variant == variant) & ~sweep.diverged]
         row = ok.loc[ok.best_val_loss.idxmin()]
         c = contest_t.set_index("variant").loc[variant]
-        best.append({"variant": variant, "best_lr": row.lr, "n_sweep_seeds": 1, "best_val_mean": row.best_val_loss,
+        best.append({"variant": variant, "best_lr": row.lr, "lr_edge": "", "n_sweep_seeds": 1, "best_val_mean": row.best_val_loss,
                      "delta_vs_softmax": row.best_val_loss - LOSS["softmax"], "delta_ci_low": np.nan,
                      "delta_ci_high": np.nan, "wins": "0/1", "n_paired": 1, "gap_vs_softmax": 0.01,
                      "gap_ci_low": np.nan, "gap_ci_high": np.nan, "interval_note": statistics.ONE_SEED,
@@ -128,7 +134,10 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
     found = {
         "runs": runs, "contest": contest_t, "lr_sweep": sweep, "best_lr": pd.DataFrame(best),
         "params": pd.DataFrame({"variant": VARIANTS, "n_params": [PARAMS[v] for v in VARIANTS],
-                                "vs_softmax": [PARAMS[v] - PARAMS["softmax"] for v in VARIANTS]}),
+                                "vs_softmax": [PARAMS[v] - PARAMS["softmax"] for v in VARIANTS],
+                                "steps_per_s": [20.0 - (1.5 if v == "a3" else 0) for v in VARIANTS],
+                                "time_vs_softmax": [20.0 / (20.0 - (1.5 if v == "a3" else 0)) for v in VARIANTS],
+                                "time_ci_low": np.nan, "time_ci_high": np.nan, "n_timed": 3}),
         "normswap": pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "in_contest": True, "diverged": False,
                                    "native_normaliser": "kernel", "native_loss": _loss(v, lr, s),
                                    "swapped_to": f"{v}_exp", "swapped_normaliser": "softmax",
@@ -174,7 +183,8 @@ def ladder_tables(protocol: str) -> dict[str, pd.DataFrame]:
                                  "a3_gate_mean": 0.9 if v == "a3" else np.nan, "delta_vs_softmax": delta,
                                  "max_score_ratio": top_score(v) / top_score("softmax"),
                                  "entropy_gap": 0.2 if v.startswith("yat") else 0.0,
-                                 "series": ladder.SIZE if steps == 1000 else ladder.LENGTH})
+                                 "series": ladder.SIZE if steps == 1000 else ladder.LENGTH,
+                                 "late_gain": 0.001, "improving": False})
     seeds = pd.DataFrame(rows)
     seeds = seeds[ladder.seed_columns(["d_model"])]
     verdicts = claims.ledger(tables(protocol))

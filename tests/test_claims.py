@@ -23,7 +23,9 @@ from attnlab.pipeline import claims, contract
 from attnlab.pipeline.tables import contest as contest_tables
 from attnlab.pipeline.tables import telemetry
 from attnlab.pipeline.grid import grid
-from attnlab.pipeline.statistics import BY_CONSTRUCTION, CONTRADICTED, HOLDS, INCONCLUSIVE, ONE_SEED
+from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                         INCONCLUSIVE, ONE_SEED)
+from claim_frames import OFF, off_protocol, on_protocol
 
 PUB = claims.published()
 
@@ -67,8 +69,10 @@ def a3_frames(diffs, seeds=(0, 1, 2), noise=0.002, softmax=0.6):
 
 
 def entropy_frame(values, seeds=(0, 1, 2)):
-    """values: variant -> (mean, share sharp, share diffuse), the same on every seed."""
-    return pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "mean": m, "share_below_0.3": sharp,
+    """values: variant -> (mean, share sharp, share diffuse), each seed a little apart (identical seeds would be
+    degenerate evidence)."""
+    jitter = {v: i * 0.001 for i, v in enumerate(values)}
+    return pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "mean": m + jitter[v] * s, "share_below_0.3": sharp,
                           "share_above_0.8": diffuse}
                          for v, (m, sharp, diffuse) in values.items() for s in seeds])
 
@@ -98,18 +102,23 @@ def contest_frames(losses, lrs=None, protocol="paper"):
 
 
 def run_check(check, protocol="paper", **frames):
-    return check(frames, PUB, protocol)
+    """The check on the frames put at the claim's protocol (claim_frames.on_protocol)."""
+    return check(on_protocol(frames), PUB, protocol)
 
 
 # ---- verdict words and the ledger frame
 
 
-def test_a_verdict_is_one_of_five_words_and_not_testable_names_the_protocol():
+def test_verdict_words_keep_construction_apart_and_name_the_protocol():
     from attnlab.pipeline import statistics
 
-    assert statistics.VERDICTS == ("holds", "contradicted", "inconclusive", "not testable", "by construction")
+    assert set(statistics.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable",
+                                        "holds by construction", "contradicted by construction"}
+    assert set(statistics.BY_CONSTRUCTION).isdisjoint(statistics.EMPIRICAL)
     assert statistics.not_testable("smoke") == "not testable at smoke"
     assert statistics.verdict_word("not testable at smoke") == "not testable"
+    assert statistics.verdict_word("inconclusive at default") == "inconclusive"
+    assert statistics.verdict_word("holds by construction") == "holds by construction"
 
 
 def test_protocol_comes_from_runs_config_name():
@@ -123,8 +132,7 @@ def test_ledger_on_empty_tables_is_not_testable_with_stable_columns():
     empty = {name: pd.DataFrame() for name in contract.COLLECTED}
     empty["runs"] = runs_frame([("softmax", 3e-3, 0, 1.0)], "smoke")
     ledger = claims.ledger(empty)
-    assert list(ledger.columns) == ["source", "claim", "check", "measured", "published", "verdict", "interval",
-                                    "seeds", "seeds_to_resolve", "resolution", "protocol", "note"]
+    assert list(ledger.columns) == contract.columns("ledger")
     assert (ledger.verdict == "not testable at smoke").all()
     assert ledger.interval.str.startswith("none: ").all(), "a row without an interval says why"
     assert (ledger.protocol == "smoke").all()
@@ -239,14 +247,18 @@ def test_a3_early_and_deep_with_noisy_seeds_is_inconclusive_and_says_what_would_
     assert claim.verdict == INCONCLUSIVE and "seeds would resolve it" in claim.resolution
 
 
-def test_a3_odd_depth_leaves_the_middle_layer_out_and_shallow_models_are_not_testable():
+def test_a3_odd_depth_leaves_the_middle_layer_out_and_one_layer_is_not_testable():
+    assert claims.early_and_deep(2) == ([0], [1])
     assert claims.early_and_deep(3) == ([0], [2])
     assert claims.early_and_deep(5) == ([0, 1], [3, 4])
     assert claims.early_and_deep(6) == ([0, 1, 2], [3, 4, 5])
     assert run_check(claims.a3_early_layers_softer, **a3_frames([0.1, 0.3, 0.5, -0.1, -0.1])).verdict == HOLDS
-    for layers in ([0.1, -0.1], [0.1, 0.3, -0.1]):
-        claim = run_check(claims.a3_early_layers_softer, protocol="default", **a3_frames(layers))
-        assert claim.verdict == "not testable at default" and f"{len(layers)} layers" in claim.interval
+    # two layers: layer 0 is early, layer 1 deep, and data against the claim contradict it
+    two = run_check(claims.a3_early_layers_softer, protocol="default", **a3_frames([-0.09, -0.17]))
+    assert two.verdict == CONTRADICTED and "early layers sharper than softmax" in two.lean
+    assert run_check(claims.a3_early_layers_softer, **a3_frames([0.1, -0.1])).verdict == HOLDS
+    one = run_check(claims.a3_early_layers_softer, protocol="default", **a3_frames([0.1]))
+    assert one.verdict == "not testable at default" and "1 layer" in one.interval
 
 
 def test_a3_note_says_what_sharpens():
@@ -493,22 +505,30 @@ def _sweep(variant, losses, diverged=(), seeds=(0,)):
                           "diverged_step": np.nan} for lr, loss in losses.items() for s in seeds])
 
 
-def test_softmax_dies_at_high_lr():
-    seeds = (0, 1, 2)
-    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58}, seeds=seeds)
-    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies).verdict == HOLDS
-    diverged = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=(1e-2,), seeds=seeds)
-    claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged)
-    assert claim.verdict == HOLDS and "diverged on 3/3" in claim.measured
-    lives = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.52}, seeds=seeds)
+def test_softmax_dies_at_high_lr_is_a_count_of_seeds_with_an_exact_interval():
+    six = tuple(range(6))
+    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58}, seeds=six)
+    claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies)
+    assert claim.verdict == HOLDS and "died at 1e-2 on 6 of 6 seeds" in claim.measured
+    assert "exact binomial" in claim.interval
+    diverged = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.55, 1e-2: 1.49}, diverged=(1e-2,), seeds=six)
+    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged).verdict == HOLDS
+    lives = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 1.52}, seeds=six)
     assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=lives).verdict == CONTRADICTED
-    one_seed = _sweep("softmax", {3e-4: 1.48, 1e-2: 2.58})
-    claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=one_seed)
-    assert claim.verdict == INCONCLUSIVE and ONE_SEED in claim.interval and claim.seeds == 1
-    some = _sweep("softmax", {3e-4: 1.48, 1e-2: 1.49}, diverged=((1e-2, 0),), seeds=seeds)
-    assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=some).verdict == INCONCLUSIVE
-    no_top = _sweep("softmax", {3e-4: 1.48, 3e-3: 1.52}, seeds=seeds)
+    # three of three is no majority at 95%: the exact interval of the share reaches 0.29
+    three = run_check(claims.softmax_dies_at_high_lr, lr_sweep=_sweep("softmax", {3e-4: 1.48, 1e-2: 2.58},
+                                                                      seeds=(0, 1, 2)))
+    assert three.verdict == INCONCLUSIVE and "about 6 sweep seeds" in three.resolution
+    no_top = _sweep("softmax", {3e-4: 1.48, 3e-3: 1.52}, seeds=six)
     assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=no_top).verdict == "not testable at paper"
+    # a softmax that lives at 1e-2 while still improving is no evidence it would not die later
+    frames = off_protocol({"lr_sweep": lives, "runs": _runs_of(lives)}, "still improving", "softmax")
+    late = claims.softmax_dies_at_high_lr(frames, PUB, "paper")
+    assert late.verdict == "inconclusive at paper" and "would contradict" in late.lean
+
+
+def _runs_of(sweep):
+    return sweep.assign(study="sweep", **{"config.name": "paper"})
 
 
 def test_kernel_lr_band():
@@ -517,29 +537,137 @@ def test_kernel_lr_band():
     assert run_check(claims.kernel_lr_band, lr_sweep=narrow).verdict == HOLDS
     wide = _sweep("yat", {3e-4: 1.5, 1e-2: 1.8}, seeds=seeds)
     assert run_check(claims.kernel_lr_band, lr_sweep=wide).verdict == CONTRADICTED
-    diverged = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5}, diverged=(1e-2,), seeds=seeds)
-    assert run_check(claims.kernel_lr_band, lr_sweep=diverged).verdict == CONTRADICTED
+    diverged = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5}, diverged=((1e-2, 0),), seeds=seeds)
+    broken = run_check(claims.kernel_lr_band, lr_sweep=diverged)
+    assert broken.verdict == CONTRADICTED and "1 of 3 seeds" in broken.measured
+    # an LR beyond the post's 3e-4–1e-2 is not part of the claimed column
+    beyond = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5005, 3e-2: 2.9}, diverged=(3e-2,), seeds=seeds)
+    kept = run_check(claims.kernel_lr_band, lr_sweep=beyond)
+    assert kept.verdict == HOLDS and "3e-2 outside the post's" in kept.note
     one_seed = run_check(claims.kernel_lr_band, lr_sweep=_sweep("yat", {3e-4: 1.5, 1e-2: 1.8}))
     assert one_seed.verdict == INCONCLUSIVE and ONE_SEED in one_seed.interval
+
+
+def test_a_one_seed_band_is_read_against_the_variants_seed_spread():
+    """One sweep seed, 18% apart, where the contest seeds of yat spread by about 0.5%: contradicted, not 'no
+    interval'."""
+    frames = contest_frames({"yat": [1.90, 1.91, 1.895], "softmax": [1.85, 1.86, 1.852]})
+    frames["lr_sweep"] = _sweep("yat", {3e-3: 1.90, 1e-2: 2.24})
+    claim = run_check(claims.kernel_lr_band, **frames)
+    assert claim.verdict == CONTRADICTED and "seed spread" in claim.interval and "seed spreads from the bar" in claim.measured
+    close = dict(frames, lr_sweep=_sweep("yat", {3e-3: 1.90, 1e-2: 1.92}))
+    assert run_check(claims.kernel_lr_band, **close).verdict == INCONCLUSIVE  # 1.05%: within noise of the 1.5% bar
 
 
 def test_a3_valid_distributions_and_start():
     good = pd.DataFrame({"seed": [0], "max_diff_vs_softmax": [0.02], "max_diff_vs_tempered_softmax": [1e-4],
                          "max_row_sum_error": [3e-4]})
     valid = run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=good)
-    assert valid.verdict == BY_CONSTRUCTION and valid.interval.startswith("none needed")
+    assert valid.verdict == HOLDS_BY_CONSTRUCTION and valid.interval.startswith("none needed")
     bad = good.assign(max_row_sum_error=[0.1])
     # a construction property: the maps breaking it contradict it at any protocol
-    assert run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=bad).verdict == CONTRADICTED
+    bad_rows = run_check(claims.a3_valid_distributions, protocol="smoke", a3_init=bad)
+    assert bad_rows.verdict == CONTRADICTED_BY_CONSTRUCTION
     start = run_check(claims.a3_starts_at_softmax, protocol="smoke", a3_init=good)
-    assert start.verdict == CONTRADICTED and "temperature 1.050" in start.measured
+    assert start.verdict == CONTRADICTED_BY_CONSTRUCTION and "temperature 1.050" in start.measured
     exact = good.assign(max_diff_vs_softmax=[1e-5], max_diff_vs_tempered_softmax=[1e-5])
-    assert run_check(claims.a3_starts_at_softmax, a3_init=exact).verdict == BY_CONSTRUCTION
+    assert run_check(claims.a3_starts_at_softmax, a3_init=exact).verdict == HOLDS_BY_CONSTRUCTION
 
 
 def test_a3_overhead_small():
     small = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [2_719_169, 2_720_000]})
-    assert run_check(claims.a3_overhead_small, params=small).verdict == BY_CONSTRUCTION
+    assert run_check(claims.a3_overhead_small, params=small).verdict == HOLDS_BY_CONSTRUCTION
     large = pd.DataFrame({"variant": ["softmax", "a3"], "n_params": [1000, 1100]})
     claim = run_check(claims.a3_overhead_small, params=large)
-    assert claim.verdict == CONTRADICTED and "fixed cost" in claim.note
+    assert claim.verdict == CONTRADICTED_BY_CONSTRUCTION and "fixed cost" in claim.note
+
+
+# ---- every check at its claim's protocol and off it
+
+
+def _scalars(eps_low: bool):
+    """yat_b's learned scalars on three seeds, 2 layers x 4 heads: ε below its init log 2 in most heads (or in
+    few), b spread around its init."""
+    rows = []
+    for seed in (0, 1, 2):
+        for layer in (0, 1):
+            for head in range(4):
+                below = (head < 3 or (seed == 2 and layer == 0)) == eps_low  # seeds a little apart
+                eps = (0.2 if below else 1.5) + 0.01 * seed + 0.02 * head
+                rows += [{"variant": "yat_b", "seed": seed, "layer": layer, "head": head, "scalar": "eps",
+                          "value": eps},
+                         {"variant": "yat_b", "seed": seed, "layer": layer, "head": head, "scalar": "b",
+                          "value": 0.3 + 0.8 * head + 0.01 * seed}]
+    return pd.DataFrame(rows)
+
+
+def _auroc(value):
+    return pd.DataFrame({"variant": ["yat"] * 3, "lr": [3e-3] * 3, "seed": [0, 1, 2],
+                         "mass_auroc": [value, value + 0.004, value - 0.003]})
+
+
+CONTEST = {"softmax": [1.490, 1.500, 1.495], "yat": [1.508, 1.521, 1.511], "yat_b": [1.507, 1.517, 1.513],
+           "a3": [1.480, 1.489, 1.484]}
+# check -> (tables where the claim is true, tables where it is false, the variant whose protocol a case breaks)
+CASES = {
+    claims.kernel_gap: (
+        {}, {"yat": [1.59, 1.60, 1.594], "yat_b": [1.58, 1.59, 1.585]}, "yat_b"),
+    claims.kernel_scores_larger: (
+        {"score_scale": score_frame({"yat": {0: [3000, 5000], 1: [4000, 6100], 2: [3500, 5200]},
+                                     "softmax": {0: [10, 12], 1: [11, 13], 2: [10, 12.5]}})},
+        {"score_scale": score_frame({"yat": {0: [30, 50], 1: [40, 61], 2: [35, 52]},
+                                     "softmax": {0: [10, 12], 1: [11, 13], 2: [10, 12.5]}})}, "yat"),
+    claims.kernel_more_diffuse: (
+        {"entropy": entropy_frame({"yat_b": (0.73, 0.002, 0.37), "softmax": (0.48, 0.22, 0.05)})},
+        {"entropy": entropy_frame({"yat_b": (0.40, 0.30, 0.02), "softmax": (0.48, 0.22, 0.05)})}, "yat_b"),
+    claims.ablation_barely_moves_entropy: (
+        {"entropy": entropy_frame({"yat": (0.74, 0.0, 0.34), "yat_b": (0.73, 0.002, 0.37)})},
+        {"entropy": entropy_frame({"yat": (0.55, 0.1, 0.1), "yat_b": (0.73, 0.002, 0.37)})}, "yat"),
+    claims.learned_scalars_specialise: ({"scalars": _scalars(True)}, {"scalars": _scalars(False)}, "yat_b"),
+    claims.mass_auroc_null: ({"mass_auroc": _auroc(0.505)}, {"mass_auroc": _auroc(0.62)}, "yat"),
+    claims.a3_early_layers_softer: (a3_frames([0.1, 0.05, -0.05, -0.1]), a3_frames([-0.1, -0.05, 0.05, 0.1]), "a3"),
+}
+
+
+def _case(check, which):
+    true, false, _ = CASES[check]
+    extra = true if which else false
+    losses = dict(CONTEST, **{k: v for k, v in extra.items() if k in CONTEST})
+    return {**contest_frames(losses), **{k: v for k, v in extra.items() if k not in CONTEST}}
+
+
+@pytest.mark.parametrize("check", list(CASES), ids=lambda c: c.__name__)
+def test_each_check_holds_when_true_is_contradicted_when_false_and_is_held_back_off_its_protocol(check):
+    assert run_check(check, **_case(check, True)).verdict == HOLDS
+    false = run_check(check, **_case(check, False))
+    assert false.verdict == CONTRADICTED and false.lean, "a contradiction says which way and how far"
+    variant = CASES[check][2]
+    for how in OFF:
+        for which, lean in ((True, "would hold"), (False, "would contradict")):
+            claim = check(off_protocol(_case(check, which), how, variant), PUB, "paper")
+            assert claim.verdict == "inconclusive at paper", (how, which)
+            assert lean in claim.lean and "failed:" in claim.preconditions, (how, which)
+            named = {"wrong LR": "own best sweep LR", "LR at the grid's edge": "inside its sweep grid",
+                     "still improving": "plateau"}[how]
+            assert named in claim.resolution, (how, claim.resolution)
+
+
+def test_the_a3_compute_overhead_is_measured_paired_by_seed():
+    frames = contest_frames({"softmax": [1.49, 1.50, 1.495], "a3": [1.48, 1.489, 1.484]})
+    runs = frames["runs"]
+    runs["steps_per_s"] = [21.0 if v == "softmax" else 19.0 for v in runs.variant]
+    runs.loc[runs.seed == 1, "steps_per_s"] *= 0.9
+    frames["runs"] = runs
+    spec = {"variants": ["softmax", "a3"], "contest_lr": {"softmax": 3e-3, "a3": 3e-3}, "contest_seeds": [0, 1, 2]}
+    from attnlab.pipeline.tables.arms import params_table
+
+    runs.loc[runs.variant == "a3", "steps_per_s"] += [0.0, 0.1, -0.1]
+    frames["params"] = params_table(runs, spec)
+    claim = run_check(claims.a3_compute_overhead_small, **frames)
+    assert claim.verdict == INCONCLUSIVE or claim.verdict == CONTRADICTED  # about +10.5%: at or over the 10% bar
+    assert "+10" in claim.measured or "+11" in claim.measured
+    fast = frames["runs"].assign(steps_per_s=[21.0 if v == "softmax" else 20.6 for v in runs.variant])
+    fast.loc[fast.variant == "a3", "steps_per_s"] += [0.0, 0.1, -0.1]
+    claim = run_check(claims.a3_compute_overhead_small, runs=fast, contest=frames["contest"],
+                      params=params_table(fast, spec))
+    assert claim.verdict == HOLDS

@@ -15,7 +15,7 @@ import yaml
 
 from attnlab.core.config import ConfigError, cell_slice, load_config, schema, validate_config
 from attnlab.core.studies import point_text
-from attnlab.pipeline import paths
+from attnlab.pipeline import paths, statistics
 from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.grid import Grid, check_corpus_room
 from attnlab.pipeline.tables.study import study_table, write_study
@@ -220,12 +220,13 @@ def test_a_study_table_pairs_by_seed_against_the_baseline_and_the_first_point(tm
     assert yat.best_val_mean == pytest.approx(1.65 - 0.02 + 0.003)
     assert yat.delta_vs_softmax == pytest.approx(0.05) and yat.wins == "0/3"
     assert yat.delta_vs_first == pytest.approx(-0.02) and yat.first_wins == "3/3"
-    assert yat.delta_ci_low == pytest.approx(0.05) and yat.first_ci_high == pytest.approx(-0.02)  # no spread
-    assert yat.interval_note == ""
+    # the same difference on every seed: degenerate evidence, never a zero-width interval
+    assert math.isnan(yat.delta_ci_low) and math.isnan(yat.first_ci_high)
+    assert yat.interval_note == statistics.ZERO_SPREAD
     runs = pd.read_csv(tmp_path / "runs_dropout.csv")
     assert list(runs.columns[:5]) == ["study", "dropout", "variant", "lr", "seed"] and len(runs) == 12
     shown = (tmp_path / "study_dropout.md").read_text()
-    assert "+0.0500 [+0.0500, +0.0500]" in shown and "-0.0200" in shown and "| 0.1 " in shown
+    assert "+0.0500" in shown and "[+0.0500, +0.0500]" not in shown and "-0.0200" in shown and "| 0.1 " in shown
     assert "baseline" in shown and "first point" in shown
     for ext in ("csv", "tex"):
         assert (tmp_path / f"study_dropout.{ext}").stat().st_size > 0
@@ -283,7 +284,8 @@ def test_runs_csv_names_the_built_in_studies_of_each_cell():
     from attnlab.pipeline.grid import grid
     from attnlab.pipeline.tables.study import built_in_study
 
-    spec = json.loads(json.dumps(grid(load_config(REPO / "config" / "default.yaml"), {"a3": 0.01})))
+    chosen = {"softmax": 0.003, "yat": 0.01, "yat_b": 0.01, "a3": 0.01}
+    spec = json.loads(json.dumps(grid(load_config(REPO / "config" / "default.yaml"), chosen)))
     runs = pd.DataFrame({"variant": ["softmax", "softmax", "softmax", "a3", "a3"],
                          "lr": [0.003, 0.003, 0.001, 0.01, 0.01], "seed": [0, 1, 0, 0, 2]})
     assert built_in_study(runs, spec) == ["contest sweep", "contest", "sweep", "contest sweep", "contest"]

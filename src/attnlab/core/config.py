@@ -599,6 +599,8 @@ def _lr_folder_clashes(cfg: dict) -> list[str]:
 
 
 def _describe(error: jsonschema.ValidationError) -> str:
+    if error.validator == "oneOf" and error.context:  # name what is wrong inside the form the value was meant as
+        error = max(error.context, key=lambda e: (e.validator != "type", len(e.absolute_path)))
     key = ".".join(str(p) for p in error.absolute_path) or "(top level)"
     if error.validator == "additionalProperties":
         allowed = sorted(error.schema.get("properties", {}))

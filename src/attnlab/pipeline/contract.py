@@ -58,19 +58,26 @@ _TABLES = (
     #   each at its own contest LR (0 for the baseline), its 95% t-interval (NaN with one shared seed), wins
     #   "k/n" (seeds where the variant is below the baseline), n_paired = n; gap_vs_softmax = variant / baseline
     #   - 1 through the mean per-seed log-ratio, with its interval. lr_choice: "auto" (the sweep chose) or "given".
+    #   Diverged cells are counted in n_diverged and enter no mean or difference (seeds lists the ones that do).
+    #   lr_edge: "lowest", "highest" or "only" when the LR sits at the edge of the variant's sweep grid (a better
+    #   LR may lie beyond it), else empty; n_improving: the contest cells still improving at their last step.
     Table("contest", "collect", "one variant at its contest LR",
           ("variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "bpc_mean", "n_diverged",
-           "n_params", "seeds") + PAIRED_COLUMNS),
+           "n_params", "seeds") + PAIRED_COLUMNS + ("lr_edge", "n_improving")),
     Table("lr_sweep", "collect", "one sweep cell (variant, sweep LR, sweep seed)",
           ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step")),
     # The variant at its best sweep LR (lowest mean best validation loss over the sweep seeds, no seed diverged)
     # against the baseline at its own, paired over the sweep seeds, beside the contest's comparison (contest_*);
     # interval_note says why a row has no interval.
     Table("best_lr", "collect", "one variant at its best sweep LR",
-          ("variant", "best_lr", "n_sweep_seeds", "best_val_mean") + PAIRED_COLUMNS
+          ("variant", "best_lr", "lr_edge", "n_sweep_seeds", "best_val_mean") + PAIRED_COLUMNS
           + ("interval_note", "contest_lr", "contest_lr_choice", "contest_delta_vs_softmax", "contest_delta_ci_low",
              "contest_delta_ci_high", "contest_gap_vs_softmax")),
-    Table("params", "collect", "one variant", ("variant", "n_params", "vs_softmax")),
+    # Each variant's parameters beside its compute: steps_per_s, the mean over its contest cells;
+    # time_vs_softmax, its time per step over the baseline's, paired by contest seed (mean log-ratio), with
+    # its 95% interval over the n_timed seeds both have.
+    Table("params", "collect", "one variant", ("variant", "n_params", "vs_softmax", "steps_per_s",
+                                                "time_vs_softmax", "time_ci_low", "time_ci_high", "n_timed")),
     # native_loss: the final weights' validation loss under the normaliser they trained with; swapped_loss: the
     # same weights and batches with kappa normalised the other way (l1 <-> softmax), which is what the twin
     # variant swapped_to computes with them; difference = swapped - native.
@@ -102,7 +109,7 @@ _TABLES = (
            "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds")),
     Table("ledger", "ledger", "one claim",
           ("source", "claim", "check", "measured", "published", "verdict", "interval", "seeds", "seeds_to_resolve",
-           "resolution", "protocol", "note")),
+           "resolution", "protocol", "note", "preconditions", "lean")),
     # One study of the config's `studies:` (attnlab.pipeline.tables.study), written as study_<name>: per point
     # of its axes (the study's axis columns follow `study`), variant and LR, the best validation loss over the
     # seeds, paired with the baseline at the same point (delta_vs_softmax ...) and with the same variant at the
@@ -122,7 +129,7 @@ _TABLES = (
     Table("ladder_seeds", "ladder", "one cell of the ladder",
           ("rung", "steps", "variant", "lr", "seed", "n_params", "log10_n_params", "best_val_loss", "diverged",
            "max_score", "entropy_mean", "a3_gate_mean", "delta_vs_softmax", "max_score_ratio", "entropy_gap",
-           "series"), formats=("csv",), open=True),
+           "series", "late_gain", "improving"), formats=("csv",), open=True),
     # ladder: per point and variant, the best validation loss (mean over seeds, its t-interval), the paired
     # columns against the baseline at the same point, the max-score ratio and entropy gap paired by seed with
     # their intervals, A³'s gate mean over layers and heads (interval over seeds; a3_gate_init = A3_GATE_INIT).
@@ -136,7 +143,7 @@ _TABLES = (
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
     Table("ladder_claims", "ladder", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "verdict", "measured", "interval",
-           "seeds", "protocol"), open=True),
+           "seeds", "protocol", "lean"), open=True),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",
           COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),

@@ -2,8 +2,10 @@
 
 Both print the same numbers because both call these: each seed's mean over
 layers of max score (the posts' "per-layer mean"), each variant's max score
-(the largest over layers, seeds and held-out batches) and that max score as a
-multiple of the baseline's, written one way ('216×').
+(the largest over layers, seeds and held-out batches) and the ratio to the
+baseline's, paired by seed (each seed's largest score over the baseline's of
+the same seed, through the mean log-ratio: the claims ledger's number), written
+one way ('216×').
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import math
 
 import pandas as pd
 
+from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
 
@@ -27,12 +30,17 @@ def max_scores(score: pd.DataFrame) -> pd.Series:
 
 
 def max_score_ratios(score: pd.DataFrame, baseline: str = BASELINE) -> pd.Series:
-    """variant -> its max score over the baseline's (NaN for every variant when the baseline has none above 0)."""
-    maxima = max_scores(score)
-    reference = float(maxima.get(baseline, math.nan))
-    if not (math.isfinite(reference) and reference > 0):
-        return maxima * math.nan
-    return maxima / reference
+    """variant -> its largest score over the baseline's, paired by seed (the geometric mean over the seeds both
+    have of the per-seed ratio); NaN where they share no seed with a positive score."""
+    per_seed = score.groupby(["variant", "seed"], sort=False).max_score.max().astype(float)
+    reference = per_seed[baseline].to_dict() if baseline in per_seed.index.get_level_values(0) else {}
+    reference = {s: v for s, v in reference.items() if v > 0}
+    ratios = {}
+    for variant in dict.fromkeys(score.variant):
+        own = {s: v for s, v in per_seed[variant].to_dict().items() if v > 0}
+        estimate = statistics.paired(own, reference, ratio=True)
+        ratios[variant] = estimate.mean if estimate.n else math.nan
+    return pd.Series(ratios, dtype=float)
 
 
 def times(ratio: float) -> str:

@@ -377,7 +377,8 @@ def describe(estimate: Estimate, fmt=None, unit: str = "", wins: bool = True) ->
     text = f"{fmt(estimate.mean)}{' ' + unit if unit else ''}"
     if not estimate.has_interval:
         return f"{text} ({estimate.reason})"
-    text += f", {interval_text(estimate, fmt)}, {estimate.n} seeds"
+    seeds = "one seed against the seed spread" if estimate.noise else f"{estimate.n} seeds"
+    text += f", {interval_text(estimate, fmt)}, {seeds}"
     if wins and estimate.wins is not None:
         text += f", wins {estimate.wins_text}"
     return text

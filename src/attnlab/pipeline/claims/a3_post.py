@@ -1,6 +1,8 @@
 """The A³ post's claims: valid distributions, the start at softmax, softer early and sharper deep layers, a
-small parameter overhead, composition with MQA/GQA and blockwise attention. Read from the a3_init,
-a3_vs_softmax_entropy, a3_gates, params and composability tables."""
+small parameter and compute overhead, composition with MQA/GQA and blockwise attention. Read from the a3_init,
+a3_vs_softmax_entropy, a3_gates, params and composability tables. The start, the valid distributions and the
+parameter count are settled by construction and kept apart from the experiments; the others state their Rule
+(attnlab.pipeline.claims.protocol)."""
 
 from __future__ import annotations
 
@@ -8,14 +10,26 @@ import numpy as np
 import pandas as pd
 
 from attnlab.pipeline import statistics
-from attnlab.pipeline.claims.common import A3_POST, Claim, constructed, judged, posts_lr, table_of, untestable
-from attnlab.pipeline.contract import A3_GATE_INIT
+from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, contest_row, judged,
+                                            posts_lr, stability_text, table_of, untestable)
+from attnlab.pipeline.contract import A3_GATE_INIT, at_lr
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, describe, every, one_sided
 
 ROW_SUM_TOLERANCE = 5e-3  # float16 storage of the maps
 EXACT_TOLERANCE = 1e-3  # max |A3 - softmax| that would count as starting at softmax
 OVERHEAD_SMALL = 0.01  # share of softmax's parameters
-MIN_DEPTH_LAYERS = 4  # early and deep layers, at least two of each
+COMPUTE_SMALL = 0.10  # time per step over softmax's: at most this much more
+TRAINED = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
+
+DEPTH_RULE = pp.Rule("Heads near the first layers tend to learn softer, more diffuse distributions … Deeper heads "
+                     "sharpen selectively", "A3 − softmax mean normalised row entropy, paired by contest seed, over "
+                     "the first and over the second half of the layers", "above 0 early and below 0 deep",
+                     "the post's direction, no size given", TRAINED)
+COMPUTE_RULE = pp.Rule("The gate and bias add a small parameter and compute overhead per head",
+                       "A3's time per training step over softmax's, paired by contest seed (mean log-ratio of "
+                       "steps/s)", f"at most {COMPUTE_SMALL:.0%} more", "this project's reading of 'small': the "
+                       "post gives no number")
 
 
 def a3_valid_distributions(t, pub, protocol) -> Claim:
@@ -68,9 +82,7 @@ def _layer_entropy(gates: pd.DataFrame, variant: str, layers: list[int]) -> dict
 
 def a3_early_layers_softer(t, pub, protocol) -> Claim:
     claim = Claim(A3_POST, "A3's early layers learn softer distributions; deeper heads sharpen",
-                  "A3 − softmax mean normalised row entropy, paired by contest seed, over the first and over the "
-                  "second half of the layers: above 0 (softer) early and below 0 (sharper) deep", "–",
-                  "qualitative", "")
+                  DEPTH_RULE.text(), "–", "qualitative", "")
     table = table_of(t, "a3_vs_softmax_entropy")
     if table.empty:
         return untestable(claim, protocol, "this build has no A3 and softmax contest cells")
@@ -79,9 +91,10 @@ def a3_early_layers_softer(t, pub, protocol) -> Claim:
     claim.note = _a3_sharpening_note(table, diff)
     claim.measured = "Δ per layer (seed means) " + ", ".join(f"L{int(r.layer)} {r.entropy_diff:+.3f}"
                                                              for r in table.itertuples())
-    if len(table) < MIN_DEPTH_LAYERS:
-        return untestable(claim, protocol, f"the model has {len(table)} layers; telling early from deep layers "
-                                           f"takes at least {MIN_DEPTH_LAYERS}")
+    depth = pp.layers(len(table))
+    if not depth.met:
+        return untestable(claim, protocol, f"the model has {len(table)} layer; telling early from deep layers "
+                                           f"takes at least {pp.MIN_LAYERS}")
     early, deep = early_and_deep(len(table))
     gates = table_of(t, "a3_gates")
     softer = statistics.paired(_layer_entropy(gates, "a3", early), _layer_entropy(gates, "softmax", early))
@@ -92,7 +105,14 @@ def a3_early_layers_softer(t, pub, protocol) -> Claim:
     claim.measured += (f"; early layers {describe(softer, fmt, wins=False)}; deep layers "
                        f"{describe(sharper, fmt, wins=False)}")
     verdict = every(one_sided(softer, 0.0, above=True), one_sided(sharper, 0.0, above=False))
-    return judged(claim, verdict, {"early": softer, "deep": sharper}, fmt)
+    judged(claim, verdict, {"early": softer, "deep": sharper}, fmt)
+    if len(table) < 4:
+        claim.note = "; ".join(filter(None, [f"{len(table)} layers: early is layer 0, deep the last (the post's "
+                                             "model has 6)", claim.note]))
+    direction = "; ".join(filter(None, [f"early layers sharper than softmax ({softer.mean:+.3f})" if softer.mean < 0
+                                        else "", f"deep layers softer than softmax ({sharper.mean:+.3f})"
+                                        if sharper.mean > 0 else ""]))
+    return at_protocol(claim, protocol, [depth] + pp.conditions(t, DEPTH_RULE, ["a3", "softmax"]), direction)
 
 
 def _a3_sharpening_note(table: pd.DataFrame, diff: np.ndarray) -> str:
@@ -120,8 +140,8 @@ def _a3_sharpening_note(table: pd.DataFrame, diff: np.ndarray) -> str:
 
 def a3_overhead_small(t, pub, protocol) -> Claim:
     claim = Claim(A3_POST, "A3's parameter overhead is small",
-                  f"(A3 parameters − softmax parameters) / softmax parameters, below {OVERHEAD_SMALL:.0%}", "–",
-                  "small", "")
+                  f"(A3 parameters − softmax parameters) / softmax parameters; the claim: below {OVERHEAD_SMALL:.0%} "
+                  "(this project's reading of 'small'); a count that follows from the config", "–", "small", "")
     params = table_of(t, "params")
     params = params.set_index("variant").n_params if not params.empty else pd.Series(dtype=float)
     if "a3" not in params or "softmax" not in params:
@@ -139,6 +159,35 @@ def a3_overhead_small(t, pub, protocol) -> Claim:
     claim.note = "; ".join(notes)
     return constructed(claim, 0, "a parameter count follows from the config, whatever the seed",
                        share < OVERHEAD_SMALL)
+
+
+def a3_compute_overhead_small(t, pub, protocol) -> Claim:
+    claim = Claim(A3_POST, "A3's compute overhead is small", COMPUTE_RULE.text(), "–", "small", "")
+    params = table_of(t, "params")
+    if params.empty or "time_vs_softmax" not in params or not (params.variant == "a3").any():
+        return untestable(claim, protocol, "this build has no timed A3 and softmax contest cells")
+    row = params.set_index("variant").loc["a3"]
+    if not row.n_timed:
+        return untestable(claim, protocol, "this build has no timed A3 and softmax contest cells of one seed")
+    speed = t["runs"]
+
+    def steps(variant):
+        contest = contest_row(t, variant)
+        cells = speed[(speed.variant == variant) & at_lr(speed, contest.lr) & ~speed.diverged.astype(bool)]
+        return dict(zip(cells.seed.astype(int), cells.steps_per_s.astype(float)))
+
+    estimate = statistics.paired(steps("softmax"), steps("a3"), ratio=True)
+    fmt = lambda x: f"{x - 1:+.1%}"  # noqa: E731
+    claim.measured = (f"time per step {describe(estimate, fmt, wins=False)} (steps/s: a3 "
+                      f"{row.steps_per_s:.1f}, softmax {params.set_index('variant').loc['softmax'].steps_per_s:.1f})")
+    others = [f"{r.variant} {r.time_vs_softmax - 1:+.1%}" for r in params.itertuples()
+              if r.variant not in ("a3", "softmax") and pd.notna(r.time_vs_softmax)]
+    claim.note = "; ".join(filter(None, [
+        "wall-clock training time as the trainer measured it: a busy machine moves it, the pairing by seed "
+        "compares cells of one build", "the other arms: " + ", ".join(others) if others else ""]))
+    judged(claim, one_sided(estimate, 1 + COMPUTE_SMALL, above=False), {"": estimate}, fmt,
+           stability_text(estimate, 1 + COMPUTE_SMALL))
+    return at_protocol(claim, protocol, [], f"A3 takes {estimate.mean - 1:+.1%} time per step")
 
 
 def a3_composes(t, pub, protocol) -> Claim:

@@ -3,16 +3,18 @@ check reads the tables (by the table contract's names and columns; an LR by its 
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
-from importlib import resources
 
 import pandas as pd
-import yaml
 
 from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import protocol as preconditions
 from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.statistics import (BY_CONSTRUCTION, CONTRADICTED, INCONCLUSIVE, Estimate, Verdict,
-                                         interval_text, not_testable)
+from attnlab.pipeline.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
+from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                         INCONCLUSIVE, Estimate, Verdict, inconclusive_at, interval_text,
+                                         not_testable)
 
 # Where each claim comes from: the ledger's source column. How the writeup cites each is published.yaml's
 # `sources`, keyed by these words.
@@ -31,29 +33,74 @@ class Claim:
     check: str  # what is computed from the tables
     measured: str
     published: str
-    verdict: str  # one of statistics.VERDICTS ("not testable at <protocol>")
+    verdict: str  # one of statistics.VERDICTS ("not testable at <protocol>", "inconclusive at <protocol>")
     interval: str = ""  # the interval the verdict rests on, or why there is none
     seeds: int = 0  # how many seeds it rests on
     seeds_to_resolve: float | None = None  # inconclusive: about how many seeds would resolve it
-    resolution: str = ""  # inconclusive: that, in words
+    resolution: str = ""  # inconclusive: that, in words; holds or contradicted: how many seeds would make it stable
     protocol: str = ""  # the build's protocol (runs.csv config.name)
     note: str = ""  # conditions: LRs compared, what a published number mixes, what drives a result
+    preconditions: str = ""  # the claim's protocol preconditions at this build: which failed, which were met
+    lean: str = ""  # off the claim's protocol: what the data at this protocol alone would say
 
 
-def published() -> dict:
-    """The posts' numbers the ledger sets beside each measured value (published.yaml)."""
-    return yaml.safe_load(resources.files("attnlab.pipeline").joinpath("published.yaml").read_text())
-
-
-def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=None) -> Claim:
-    """The claim with its verdict, its intervals ('label: 95% CI [a, b]' per estimate) and its seeds."""
+def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=None,
+           stability: str = "") -> Claim:
+    """The claim with its verdict, its intervals ('label: 95% CI [a, b]' per estimate) and its seeds; a settled
+    verdict carries `stability` (how many seeds would make it stable) as its resolution."""
     claim.verdict = verdict.word
-    shown = [f"{label}: {interval_text(e, fmt)}" if label else interval_text(e, fmt) for label, e in estimates.items()]
+    shown = []
+    for label, e in estimates.items():
+        text = interval_text(e, fmt) + (f" ({e.noise})" if e.noise and e.has_interval else "")
+        shown.append(f"{label}: {text}" if label else text)
     claim.interval = "; ".join(shown)
     claim.seeds = min((e.n for e in estimates.values()), default=0)
     if verdict.word == INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = verdict.resolution
+    elif stability:
+        claim.resolution = stability
+    return claim
+
+
+def stability_text(estimate: Estimate, *thresholds: float) -> str:
+    """'rests on 3 seeds; about 6 would make it stable at the observed spread' (statistics.seeds_for_stability)."""
+    if not estimate.has_interval or estimate.noise:
+        return ""
+    needed = statistics.seeds_for_stability(estimate, *thresholds)
+    rests = f"rests on {estimate.n} seed{'s' if estimate.n != 1 else ''}"
+    if needed is None:
+        return f"{rests}; more than {statistics.MAX_SEEDS:,} would be needed to make it stable"
+    if math.isinf(needed):
+        return f"{rests}; its mean sits on the threshold, so no number of seeds would make it stable"
+    if needed <= estimate.n:
+        return f"{rests}; stable at the observed spread"
+    return f"{rests}; about {int(needed)} would make it stable at the observed spread"
+
+
+LEANS = {HOLDS: "would hold", CONTRADICTED: "would contradict it", INCONCLUSIVE: "would not resolve it either"}
+
+
+def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -> Claim:
+    """A judged claim held to its protocol: when a precondition failed, its verdict becomes 'inconclusive at
+    <protocol>', the failed preconditions are named, and what the data alone would say is kept as its lean.
+    `direction` says which way and how far a contradiction goes ('softmax wins by more than claimed: +5.0%');
+    it is the lean of a contradicted claim, and part of the lean of one off its protocol."""
+    claim.preconditions = preconditions.summary(found)
+    bad = preconditions.failed(found)
+    word = statistics.verdict_word(claim.verdict)
+    if not bad:
+        if word == CONTRADICTED and direction:
+            claim.lean = direction
+        return claim
+    stability = claim.resolution if word in (HOLDS, CONTRADICTED) else ""  # how many seeds the lean rests on
+    claim.lean = f"at this protocol alone the data {LEANS.get(word, 'say: ' + word)}"
+    if word == CONTRADICTED and direction:
+        claim.lean += f" ({direction})"
+    claim.verdict = inconclusive_at(protocol)
+    claim.seeds_to_resolve = None
+    claim.resolution = "; ".join(filter(None, ["off the claim's protocol: " + "; ".join(c.name for c in bad),
+                                               claim.lean, stability]))
     return claim
 
 
@@ -65,28 +112,27 @@ def untestable(claim: Claim, protocol: str, why: str) -> Claim:
 
 
 def constructed(claim: Claim, seeds: int, why: str, holds: bool) -> Claim:
-    """A claim the model's construction settles; the check shows this build's code keeps to it."""
-    claim.verdict = BY_CONSTRUCTION if holds else CONTRADICTED
+    """A claim the model's construction settles; the check shows this build's code keeps to it. Its verdict is
+    'holds by construction' or 'contradicted by construction', never counted with the experiments."""
+    claim.verdict = HOLDS_BY_CONSTRUCTION if holds else CONTRADICTED_BY_CONSTRUCTION
     claim.interval = f"none needed: {why}"
     claim.seeds = seeds
     return claim
 
 
-def judged_by_divergence(claim: Claim, diverged: int, seeds: int, every_seed: str, every_seed_why: str) -> Claim:
-    """A sweep claim decided by divergence, which leaves no loss to put in an interval.
-
-    `every_seed` is the verdict when every one of two or more sweep seeds
-    diverged; fewer seeds, or seeds that disagree, are inconclusive.
-    """
-    claim.seeds = seeds
-    why = "a diverged cell has no loss to put in an interval"
-    if diverged == seeds and seeds >= 2:
-        claim.verdict, claim.interval = every_seed, f"none: {every_seed_why} ({why})"
-        return claim
-    claim.verdict = INCONCLUSIVE
-    claim.interval = f"none: {statistics.ONE_SEED}" if seeds == 1 else f"none: {why}"
-    claim.resolution = ("two or more sweep seeds (sweep.seeds) would give an interval" if seeds == 1
-                        else "seeds disagree: more sweep seeds (sweep.seeds) would tell")
+def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5) -> Claim:
+    """A claim about an event (a divergence): k of n seeds, judged by the exact binomial interval of the share
+    against `share` (statistics.count_verdict), never as a mean."""
+    verdict = statistics.count_verdict(k, n, share)
+    low, high = statistics.count_interval(k, n)
+    claim.verdict = verdict.word
+    claim.seeds = n
+    claim.interval = (f"share {statistics.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
+                      if n else f"none: {statistics.NO_SEED}")
+    if verdict.word == INCONCLUSIVE:
+        claim.seeds_to_resolve = verdict.seeds_to_resolve
+        claim.resolution = (f"about {int(verdict.seeds_to_resolve)} seeds at the same rate would resolve it"
+                            if verdict.seeds_to_resolve else statistics.resolve_text(None))
     return claim
 
 

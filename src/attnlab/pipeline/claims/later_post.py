@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
-from attnlab.pipeline.claims.common import (LATER_POST, Claim, contest_losses, contest_lr_text, contest_row, judged,
-                                            untestable)
+from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, contest_losses, contest_lr_text,
+                                            contest_row, judged, untestable)
 from attnlab.pipeline.statistics import describe, one_sided
 
 
@@ -14,8 +15,7 @@ def softmax_over_kernel(t, pub, protocol) -> Claim:
     entries = {e["variant"]: e for e in pub["contest"] if e["variant"] in ("yat_b", "yat_b_exp")}
     exp, l1 = entries.get("yat_b_exp"), entries.get("yat_b")
     claim = Claim(LATER_POST, "yat_b under a softmax over its kernel trains better than under the l1 normaliser",
-                  "yat_b_exp − yat_b best validation loss at the same contest LR, paired by seed; the claim: "
-                  "below 0", "–",
+                  RULE.text(), "–",
                   f"{exp['mean']:.4f} ± {exp['std']:.4f} vs {l1['mean']:.4f} ± {l1['std']:.4f} "
                   f"({exp['mean'] - l1['mean']:+.4f})" if exp and l1 else "–", "")
     note = ("the later post's figure; it states no LR for it (yat_b's 3e-3 assumed in published.yaml); "
@@ -26,9 +26,14 @@ def softmax_over_kernel(t, pub, protocol) -> Claim:
         return untestable(claim, protocol, "this build has no yat_b_exp or no yat_b contest")
     lr_a, lr_b = contest_lr_text(t, "yat_b_exp"), contest_lr_text(t, "yat_b")
     claim.note = f"yat_b_exp at {lr_a}, yat_b at {lr_b}; " + note
-    if format_lr(contest_row(t, "yat_b_exp").lr) != format_lr(contest_row(t, "yat_b").lr):
-        claim.measured = f"contest LRs differ ({lr_a} vs {lr_b})"
-        return untestable(claim, protocol, "the two variants' contest LRs differ")
+    same = format_lr(contest_row(t, "yat_b_exp").lr) == format_lr(contest_row(t, "yat_b").lr)
     estimate = statistics.paired(a, b)
-    claim.measured = describe(estimate, unit="nats")
-    return judged(claim, one_sided(estimate, 0.0, above=False), {"": estimate})
+    claim.measured = describe(estimate, unit="nats") + ("" if same else f" (each at its own LR: {lr_a} vs {lr_b})")
+    judged(claim, one_sided(estimate, 0.0, above=False), {"": estimate})
+    return at_protocol(claim, protocol, pp.conditions(t, RULE, ["yat_b_exp", "yat_b"]),
+                       f"the l1 normaliser trains better: {estimate.mean:+.4f} nats")
+
+
+RULE = pp.Rule("a softmax over the kernel trains better than its l1 normalisation", "yat_b_exp − yat_b best "
+               "validation loss, paired by contest seed, each at its contest LR", "below 0", "the post's direction",
+               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))

@@ -13,20 +13,22 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.pipeline import build_manifest, contract
-from attnlab.pipeline.claims.a3_post import (a3_composes, a3_early_layers_softer, a3_overhead_small,
-                                             a3_starts_at_softmax, a3_valid_distributions)
+from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
+                                             a3_overhead_small, a3_starts_at_softmax, a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
 from attnlab.pipeline.claims.common import published
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
-from attnlab.pipeline.claims.kernel_post_scores import (ablation_untames, kernel_more_diffuse, kernel_scores_larger,
-                                                        mass_auroc_null)
+from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
+                                                        kernel_more_diffuse, kernel_scores_larger,
+                                                        learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.scale import scale_claims
 from attnlab.pipeline.tables.display import display, write_table
 
 CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
-          mass_auroc_null, kernel_more_diffuse, a3_valid_distributions, a3_starts_at_softmax,
-          a3_early_layers_softer, a3_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
+          learned_scalars_specialise, mass_auroc_null, kernel_more_diffuse, ablation_barely_moves_entropy,
+          a3_valid_distributions, a3_starts_at_softmax, a3_early_layers_softer, a3_overhead_small,
+          a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
@@ -68,7 +70,9 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
         claim = check(tables, pub, protocol)
         claim.protocol = protocol
         rows.append(asdict(claim))
-    rows += [asdict(claim) for claim in scale_claims(tables, pub, protocol)]  # each names its own protocol
+    for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
+        claim.protocol = claim.protocol or protocol
+        rows.append(asdict(claim))
     return pd.DataFrame(rows, columns=contract.columns("ledger"))
 
 

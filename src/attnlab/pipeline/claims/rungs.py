@@ -25,7 +25,7 @@ from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.statistics import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
 from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text, study_cli
-from attnlab.pipeline.tables.runs import flatten
+from attnlab.pipeline.tables.runs import flatten, late_gain
 from attnlab.pipeline.tables.display import write_table
 
 
@@ -48,7 +48,8 @@ def point_tables(cells: list[tuple[CellKey, dict]], protocol: str) -> dict[str, 
     """Every collected table of one point's cells, as the ledger reads a build's (runs.csv's `study` column
     names the ladder)."""
     bundles = [bundle for _, bundle in cells]
-    rows = [{"study": cell.study, **flatten({k: v for k, v in b.items() if k != "files"})} for cell, b in cells]
+    rows = [{"study": cell.study, **flatten({k: v for k, v in b.items() if k != "files"}), **late_gain(b)}
+            for cell, b in cells]
     runs = pd.DataFrame(rows).sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
     return build_tables(runs, bundles, point_grid(cells, protocol))
 
@@ -73,7 +74,7 @@ def rung_claims(cells: list[tuple[CellKey, dict]], protocol: str, pub: dict | No
             rows.append({"rung": int(where.rung), **{a: where[a] for a in axes}, STEPS: int(where[STEPS]),
                          "n_params": n_params, "series": where.series, "check": check.__name__,
                          **{k: v for k, v in asdict(claim).items() if k in ("source", "claim", "verdict", "measured",
-                                                                            "interval", "seeds")},
+                                                                            "interval", "seeds", "lean")},
                          "protocol": at})
     table = pd.DataFrame(rows, columns=claims_columns(axes))
     order = {check.__name__: i for i, check in enumerate(CHECKS)}

@@ -2,12 +2,15 @@
 other claim holds. Read from the ladder_seeds and ladder_claims tables (attnlab.pipeline.tables.ladder,
 attnlab.pipeline.claims.rungs); a build without a ladder has none of these rows.
 
-A trend is a paired-by-seed regression (attnlab.pipeline.statistics.slope_over_seeds):
-per seed, the least-squares slope of a paired difference against log10 of the
-parameter count over the rungs at the ladder's length, then the mean slope and
-its t-interval over seeds. A claim that a difference shrinks with scale holds
+A trend is one regression over every rung × seed paired difference at the
+ladder's length (attnlab.pipeline.statistics.slope_with_seed_effect): the
+least-squares slope against log10 of the parameter count with one intercept
+per seed (each seed's rungs share its batches), and its t-interval on the
+residual degrees of freedom. A claim that a difference shrinks with scale holds
 when the whole interval is below 0, is contradicted when it is above 0, and is
-inconclusive otherwise.
+inconclusive otherwise; at a ladder whose cells are still improving, it is
+inconclusive at that protocol (the trend then mixes size with training speed).
+A build without a ladder still shows the trend rows, not testable.
 """
 
 from __future__ import annotations
@@ -16,15 +19,17 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
-from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, Claim, judged, table_of, untestable
+from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims.common import (A3_POST, KERNEL_POST, Claim, at_protocol, judged, stability_text,
+                                            table_of, untestable)
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.statistics import BY_CONSTRUCTION, HOLDS, describe, one_sided
+from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, describe, one_sided
 from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, params_text
 
 TREND_UNIT = "nats per tenfold parameters"
 TREND_KERNELS = ("yat", "yat_b")
 ON_THE_LADDER = "on the scale ladder: "  # how a claim's smallest-rung row begins
-HOLDING = (HOLDS, BY_CONSTRUCTION)  # a rung where a claim holds: its check holds, or the construction settles it
+HOLDING = (HOLDS, HOLDS_BY_CONSTRUCTION)  # a rung where a claim holds: its check holds, or its construction does
 
 
 def size_rows(t) -> pd.DataFrame:
@@ -34,11 +39,25 @@ def size_rows(t) -> pd.DataFrame:
 
 
 def trend(rows: pd.DataFrame, variant: str, sign: float) -> statistics.Estimate:
-    """The mean over seeds of each seed's slope of sign x (variant − baseline) against log10 parameters."""
+    """The slope of sign x (variant − baseline) against log10 parameters over every rung × seed, one intercept
+    per seed (statistics.slope_with_seed_effect); diverged cells are left out."""
     own = rows[(rows.variant == variant) & rows.delta_vs_softmax.notna()]
+    if "diverged" in own:
+        own = own[~own.diverged.fillna(False).astype(bool)]
     points = {int(seed): list(zip(cells.log10_n_params, sign * cells.delta_vs_softmax.astype(float)))
               for seed, cells in own.groupby("seed")}
-    return statistics.slope_over_seeds(points)
+    return statistics.slope_with_seed_effect(points)
+
+
+def ladder_plateau(rows: pd.DataFrame, variants) -> pp.Condition:
+    """The ladder's cells of these variants trained to a plateau (ladder_seeds' `improving`)."""
+    cells = rows[rows.variant.isin(list(variants))]
+    if "improving" not in cells or cells.empty:
+        return pp.Condition(pp.PLATEAU, True, "no curve to tell (assumed)")
+    improving = cells[cells.improving.fillna(False).astype(bool)]
+    if len(improving):
+        return pp.Condition(pp.PLATEAU, False, f"{len(improving)} of {len(cells)} ladder cells still improving")
+    return pp.Condition(pp.PLATEAU, True, f"none of {len(cells)} ladder cells still improving")
 
 
 def ladder_protocol(rows: pd.DataFrame, protocol: str) -> str:
@@ -90,11 +109,16 @@ def _trend_claim(t, protocol: str, claim: Claim, variant: str, sign: float, publ
         return untestable(claim, claim.protocol, "the ladder has one rung at its length: a trend needs two")
     estimate = trend(rows, variant, sign)
     fmt = lambda x: f"{x:+.4f}"  # noqa: E731
-    claim.measured = f"slope {describe(estimate, fmt, TREND_UNIT, wins=False)}; by rung: {by_rung(rows, variant, sign)}"
+    points = int(rows[rows.variant == variant].delta_vs_softmax.notna().sum())
+    claim.measured = (f"slope {fmt(estimate.mean)} {TREND_UNIT}, {statistics.interval_text(estimate, fmt)} over "
+                      f"{points} rung × seed differences; by rung: {by_rung(rows, variant, sign)}")
     claim.note = "; ".join(filter(None, [
-        "one least-squares line per seed over log10 parameters, then the mean slope and its t-interval over seeds",
+        "one least-squares line over every rung × seed paired difference against log10 parameters, one "
+        "intercept per seed; t-interval on the residual degrees of freedom",
         lrs_note(rows, (BASELINE, variant)), published_note]))
-    return judged(claim, one_sided(estimate, 0.0, above=False), {"slope": estimate}, fmt)
+    judged(claim, one_sided(estimate, 0.0, above=False), {"slope": estimate}, fmt, stability_text(estimate, 0.0))
+    return at_protocol(claim, claim.protocol, [ladder_plateau(rows, (BASELINE, variant))],
+                       f"the gap widens with scale: {fmt(estimate.mean)} {TREND_UNIT}")
 
 
 def a3_benefit_shrinks(t, pub, protocol) -> Claim:
@@ -137,7 +161,8 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
                   "the smallest rung where it holds; the verdict is the largest rung's", "–", "–",
                   str(last.verdict),
                   interval=str(last.interval) if pd.notna(last.interval) else "", seeds=int(last.seeds),
-                  protocol=str(last.protocol))
+                  protocol=str(last.protocol),
+                  lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "")
     holding = size[size.verdict.map(statistics.verdict_word).isin(HOLDING)]
     if len(holding):
         first = holding.iloc[0]
@@ -147,6 +172,12 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
         claim.measured = "not testable at any rung of this ladder"
     else:
         claim.measured = "at no rung of this ladder"
+        leans = size.lean.fillna("").astype(str) if "lean" in size else pd.Series("", index=size.index)
+        leaning = size[leans.str.startswith("at this protocol alone the data would hold")]
+        if len(leaning):
+            first = leaning.iloc[0]
+            claim.measured += (f"; off the claim's protocol, the data alone would hold from rung {int(first.rung)} of "
+                               f"{size.rung.nunique()} ({params_text(first.n_params)} parameters)")
     verdicts = [f"{params_text(r.n_params)} {statistics.verdict_word(r.verdict)}" for r in size.itertuples()]
     longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {statistics.verdict_word(r.verdict)}"
               for r in rows[rows.series != SIZE].itertuples()]
@@ -156,10 +187,11 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
 
 
 def scale_claims(t, pub, protocol) -> list[Claim]:
-    """Every ladder row of the ledger: the trends, then each check's smallest rung (none without a ladder)."""
-    if table_of(t, "ladder_seeds").empty:
-        return []
+    """Every ladder row of the ledger: the trends (not testable without a ladder), then each check's smallest
+    rung (only with one)."""
     rows = [check(t, pub, protocol) for check in TRENDS]
+    if table_of(t, "ladder_seeds").empty:
+        return rows
     checked = table_of(t, "ladder_claims")
     if not checked.empty:
         rows += [smallest_rung(checked, check) for check in dict.fromkeys(checked.check)]  # the ledger's order

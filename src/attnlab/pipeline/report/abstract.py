@@ -65,17 +65,84 @@ def findings(contest: pd.DataFrame) -> str:
             f"of the same seed, {LEVEL} interval; below 0 is better): " + "; ".join(parts) + ".")
 
 
+def _kind(ledger: pd.DataFrame) -> pd.Series:
+    return ledger.verdict.map(lambda v: verdict_kind(v)[0])
+
+
+def _lean(row) -> str:
+    return str(getattr(row, "lean", "") or "")
+
+
 def settled(ledger: pd.DataFrame) -> str:
-    """The claims that hold or are contradicted, each with the interval it rests on."""
+    """The experiments that hold or are contradicted: each with the interval it rests on, and a contradiction
+    with its direction and size."""
     parts = []
-    for kind in (statistics.HOLDS, statistics.CONTRADICTED):
-        rows = ledger[ledger.verdict.map(lambda v: verdict_kind(v)[0]) == kind]
-        if len(rows):
-            claims = "; ".join(html.escape(str(r.claim)) + (f" ({html.escape(str(r.interval))})"
-                                                             if "CI" in str(r.interval) else "")
-                               for r in rows.itertuples())
-            parts.append(f"{'Holding' if kind == statistics.HOLDS else 'Contradicted'}: {claims}.")
+    kinds = _kind(ledger)
+    held = ledger[kinds == statistics.HOLDS]
+    if len(held):
+        parts.append("Holding: " + "; ".join(
+            html.escape(str(r.claim)) + (f" ({html.escape(str(r.interval))})" if "CI" in str(r.interval) else "")
+            for r in held.itertuples()) + ".")
+    against = ledger[kinds == statistics.CONTRADICTED]
+    if len(against):
+        parts.append("Contradicted: " + "; ".join(
+            html.escape(str(r.claim)) + (f": {html.escape(_lean(r))}" if _lean(r) else "")
+            + (f" ({html.escape(str(r.interval))})" if "CI" in str(r.interval) else "")
+            for r in against.itertuples()) + ".")
     return " ".join(parts)
+
+
+def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
+    """The claims held back because this build is off their protocol: which precondition failed, how often, and
+    which way the data at this protocol lean."""
+    rows = ledger[ledger.verdict.astype(str).str.startswith(f"{statistics.INCONCLUSIVE} at")]
+    if rows.empty:
+        return ""
+    failed = {}
+    for text in rows.resolution.astype(str):
+        head = text.removeprefix("off the claim's protocol: ").split("; at this protocol")[0]
+        for name in head.split("; "):
+            failed[name] = failed.get(name, 0) + 1
+    why = ", ".join(f"{name} ({n})" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))
+    text = (f"{len(rows)} claims are inconclusive at <code>{html.escape(protocol)}</code> because a precondition "
+            f"of their protocol failed: {html.escape(why)}.")
+    leaning = {}
+    for r in rows.itertuples():
+        lean = _lean(r).removeprefix("at this protocol alone the data ")
+        word = next((w for w in ("would contradict it", "would hold") if lean.startswith(w)), "")
+        if word:
+            detail = lean[len(word):].strip()
+            detail = detail[1:-1] if detail.startswith("(") and detail.endswith(")") else detail
+            leaning.setdefault(word, []).append(html.escape(str(r.claim)) + (f" ({html.escape(detail)})"
+                                                                               if detail else ""))
+    for word, label in (("would contradict it", "would contradict"), ("would hold", "would support")):
+        if word in leaning:
+            text += f" At this protocol alone the data {label}: " + "; ".join(leaning[word]) + "."
+    return text
+
+
+def constructions(ledger: pd.DataFrame) -> str:
+    """The claims the model's construction settles, apart from the experiments."""
+    kinds = _kind(ledger)
+    rows = ledger[kinds.isin(statistics.BY_CONSTRUCTION)]
+    if rows.empty:
+        return ""
+    parts = [f"{html.escape(str(r.claim))}: {html.escape(verdict_kind(r.verdict)[0])} ({html.escape(str(r.measured))})"
+             for r in rows.itertuples()]
+    return "Settled by construction, not by experiment: " + "; ".join(parts) + "."
+
+
+def improving(runs: pd.DataFrame) -> str:
+    """How many cells were still improving when training stopped (runs.csv's `improving`)."""
+    if runs.empty or "improving" not in runs:
+        return ""
+    cells = runs[~runs.diverged.fillna(False).astype(bool)] if "diverged" in runs else runs
+    n = int(cells.improving.fillna(False).astype(bool).sum())
+    if not n:
+        return f"None of the {len(cells)} cells that trained was still improving when training stopped."
+    return (f"<b>{n} of {len(cells)} cells were still improving when training stopped</b>, so every claim about "
+            "trained models is judged off the posts' protocol (trained to a plateau) and can be no stronger "
+            "than inconclusive here; the rankings are of models caught mid-training.")
 
 
 def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFrame) -> str:
@@ -85,8 +152,10 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
               f"character-level GPTs on tinyshakespeare that differ only in how a query and a key become an "
               f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the "
               f"{len(ledger)} claims of its ledger (the posts' and this project's controls) against the runs. {build.protocol_text(runs, contest)}")
-    found = findings(contest)
-    verdicts = (f"Of the {len(ledger)} claims at <code>{name}</code>: {tally(ledger)}. "
-                + settled(ledger) + " The summary below gives every claim's verdict and why.")
+    found = " ".join(filter(None, [findings(contest), improving(runs)]))
+    verdicts = " ".join(filter(None, [
+        f"Of the {len(ledger)} claims at <code>{name}</code>, {tally(ledger)}.", settled(ledger),
+        off_protocol(ledger, build.protocol(runs)), constructions(ledger),
+        "The summary below gives every claim's verdict and why."]))
     return ('<div class="abstract"><p><b>Abstract.</b> ' + tested + "</p>"
             + (f"<p>{found}</p>" if found else "") + f"<p>{verdicts}</p></div>")

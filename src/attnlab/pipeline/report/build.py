@@ -97,8 +97,8 @@ def protocol_text(runs: pd.DataFrame, contest: pd.DataFrame) -> str:
     size = published_size()
     return text + (f" The posts published their numbers at the larger <code>{pub}</code> protocol"
                    + (f" ({size})" if size else "")
-                   + f", so published values are not set beside these, and every verdict here is a verdict at "
-                   f"<code>{name}</code>.")
+                   + f". Where the published numbers stand beside this build's, they are for reference: every "
+                   f"verdict here is a verdict at <code>{name}</code>, and none speaks for <code>{pub}</code>.")
 
 
 # ---- what the cells ran on

@@ -19,19 +19,23 @@ from attnlab.pipeline.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
 
-# The ledger's five verdicts (attnlab.pipeline.statistics) and how each is coloured.
-VERDICT_CLASSES = ((statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
-                   (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"),
-                   (statistics.BY_CONSTRUCTION, "construction"))
+# The ledger's verdicts (attnlab.pipeline.statistics) and how each is coloured; the two settled by construction
+# first, so a verdict is read by its longest first words, and counted apart from the experiments.
+VERDICT_CLASSES = ((statistics.HOLDS_BY_CONSTRUCTION, "construction"),
+                   (statistics.CONTRADICTED_BY_CONSTRUCTION, "construction-fails"),
+                   (statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
+                   (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"))
+EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE, statistics.NOT_TESTABLE)
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
-BADGE_WIDTH = "11em"  # "by construction" in bold, and the cell padding
+BADGE_WIDTH = "11em"  # "contradicted by construction" in two lines of bold, and the cell padding
 LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
 EVIDENCE = (("on the scale ladder", "ladder_claims"), ("scale up", "ladder"), ("closes with scale", "ladder"),
             ("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
-            ("orders of magnitude", "score_scale"), ("ablation", "score_scale"), ("row mass", "mass_auroc"),
+            ("orders of magnitude", "score_scale"), ("barely moves the entropy", "entropy"),
+            ("ablation", "score_scale"), ("learned scalars", "scalars"), ("row mass", "mass_auroc"),
             ("diffuse", "entropy"), ("valid distributions", "a3_init"), ("starts", "a3_init"),
             ("early layers", "a3_vs_softmax_entropy"), ("overhead", "params"), ("composes", "composability"),
             ("softmax over its kernel", "normswap"), ("per-token temperature", "a3_vs_temperature"))
@@ -39,7 +43,7 @@ EVIDENCE_NAMES = {"contest": "the contest", "lr_sweep": "the LR sweep", "score_s
                   "mass_auroc": "mass AUROC", "entropy": "row entropy", "a3_init": "A³ at step 0",
                   "a3_vs_softmax_entropy": "A³ per layer", "params": "parameters", "composability": "composability",
                   "normswap": "normaliser swap", "a3_vs_temperature": "A³ vs a temperature", "ledger": "the ledger",
-                  "ladder": "the scale ladder", "ladder_claims": "claims by rung"}
+                  "ladder": "the scale ladder", "ladder_claims": "claims by rung", "scalars": "learned scalars"}
 
 
 def read_ledger(path: Path) -> pd.DataFrame:
@@ -126,18 +130,44 @@ def verdict_of(ledger: pd.DataFrame, words: str) -> str:
 
 
 def tally(ledger: pd.DataFrame) -> str:
-    """'2 holds, 1 contradicted, 6 inconclusive, 3 not testable, 2 by construction' (verdicts in their order)."""
-    counts = ledger.verdict.map(lambda v: verdict_kind(v)[0]).value_counts()
-    return ", ".join(f"{counts[kind]} {kind}" for kind, _ in VERDICT_CLASSES if kind in counts)
+    """'of 14 experiments, 2 hold, 1 is contradicted, 8 are inconclusive (6 off the claims' protocol), 3 are not
+    testable; 3 settled by construction: 2 hold, 1 is contradicted': experiments and constructions apart."""
+    kinds = ledger.verdict.map(lambda v: verdict_kind(v)[0])
+    counts = kinds.value_counts()
+    off = int(ledger.verdict.astype(str).str.startswith(f"{statistics.INCONCLUSIVE} at").sum())
+    words = {statistics.HOLDS: ("holds", "hold"), statistics.CONTRADICTED: ("is contradicted", "are contradicted"),
+             statistics.INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
+             statistics.NOT_TESTABLE: ("is not testable", "are not testable")}
+    experiments = int(kinds.isin(EMPIRICAL).sum())
+    parts = []
+    for kind in EMPIRICAL:
+        if kind in counts:
+            n = int(counts[kind])
+            text = f"{n} {words[kind][n != 1]}"
+            if kind == statistics.INCONCLUSIVE and off:
+                text += f" ({off} off the claim's protocol)"
+            parts.append(text)
+    text = f"of {experiments} experiment{'s' if experiments != 1 else ''}, " + ", ".join(parts) if parts else ""
+    built = [(kind, int(counts[kind])) for kind in statistics.BY_CONSTRUCTION if kind in counts]
+    if built:
+        total = sum(n for _, n in built)
+        settled = ", ".join(f"{n} {'hold' if kind == statistics.HOLDS_BY_CONSTRUCTION else 'contradicted'}"
+                            for kind, n in built)
+        text += ("; " if text else "") + f"{total} settled by construction ({settled})"
+    return text
 
 
 def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -> str:
-    text = f"At the `{protocol_name}` protocol, of {len(ledger)} claims: {tally(ledger)}."
-    text += (f" A verdict rests on the interval beside it ({statistics.CONFIDENCE:.0%}, t distribution, over the "
-             "seeds named): *holds* when it lies inside what the claim says, *contradicted* when it excludes "
-             "it, *inconclusive* when it spans the claim's threshold or when one seed gives no interval, *not "
-             "testable* when this protocol cannot express the claim, *by construction* when the model's "
-             "construction settles it.")
+    text = f"At the `{protocol_name}` protocol, {len(ledger)} claims: {tally(ledger)}."
+    text += (f" An experiment's verdict rests on the interval beside it ({statistics.CONFIDENCE:.0%}: a "
+             "t-interval over the seeds named, an exact binomial interval for a count of divergences, or one "
+             "seed against the same variant's seed spread): *holds* when it lies inside what the claim says, "
+             "*contradicted* when it excludes it, *inconclusive* when it spans the claim's threshold, and "
+             "*inconclusive at* the protocol when a precondition of the claim's protocol failed (each variant at "
+             "its own best LR, that LR inside its sweep grid, cells trained to a plateau), whatever the interval "
+             "says; the row then gives the data's lean. *Not testable* means this protocol cannot express the "
+             "claim. *Holds* or *contradicted by construction* means the model's construction settles it, not "
+             "an experiment.")
     if not comparable:
         text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
                  "contradicted at this protocol; it does not refute the published number.")
@@ -161,10 +191,13 @@ def reason(row) -> str:
     if why != interval or not interval:  # no interval: the row says why, or what would resolve it
         return resolution or why or MISSING
     against = f" the claim ({limit})" if limit else " the claim"
+    stable = f"; {resolution}" if resolution else ""
     if kind == statistics.HOLDS:
-        return f"{interval} lies inside{against}"
+        return f"{interval} lies inside{against}{stable}"
     if kind == statistics.CONTRADICTED:
-        return f"{interval} excludes{against}"
+        return f"{interval} excludes{against}{stable}"
+    if str(row.verdict).startswith(f"{statistics.INCONCLUSIVE} at"):
+        return f"{resolution}; {interval}" if resolution else interval
     if kind == statistics.INCONCLUSIVE:
         if interval == statistics.ONE_SEED:
             return resolution or interval

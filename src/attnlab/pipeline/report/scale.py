@@ -85,5 +85,12 @@ def scale_results(ladder: pd.DataFrame, ledger: pd.DataFrame) -> str:
         text.append(f"Of the ledger's {len(rung_rows)} claims, {len(holding)} hold at some rung of this ladder"
                     + (": " + "; ".join(f"{r.claim.split(': ', 1)[-1]} ({r.measured.replace('holds ', '')})"
                                        for r in holding.itertuples()) if len(holding) else "") + ".")
+        marker = "the data alone would hold from "
+        leaning = rung_rows[rung_rows.measured.str.contains(marker, regex=False)]
+        if len(leaning):
+            text.append("Off their protocol (every variant at the ladder's one LR, not its own best), the data at a "
+                        "rung alone would support: " + "; ".join(
+                            f"{r.claim.split(': ', 1)[-1]} (from {r.measured.split(marker, 1)[1]})"
+                            for r in leaning.itertuples()) + ".")
     return " ".join(text)
 

@@ -38,8 +38,12 @@ def score_results(score: pd.DataFrame, contest: pd.DataFrame) -> str:
     text = "Max score (the largest over layers, seeds and held-out batches): " + ", ".join(
         f"{v} {number(top[v])}" for v in order) + "."
     if BASELINE in top and ratios.notna().any():
-        text += f" Against {BASELINE}'s max score: " + ", ".join(
-            f"{v} {times(ratios[v])}" for v in order if v != BASELINE) + "."
+        text += (f" Against {BASELINE}'s, each seed's largest score over {BASELINE}'s of the same seed (geometric "
+                 "mean over seeds, the number the claims ledger judges): " + ", ".join(
+                     f"{v} {times(ratios[v])}" for v in order if v != BASELINE) + ".")
+    text += (" A kernel score κ is a linear-space weight (a key's weight is κ/Σκ), a softmax logit a log-space one "
+             "(its weight is ∝ e^logit): the ratio sets side by side the numbers each computes, as the posts do, "
+             "not two quantities of one kind.")
     return text
 
 
@@ -104,12 +108,15 @@ def scalars_results(scalars: pd.DataFrame) -> str:
         return "No yat_b cells in this build, so no learned kernel scalars."
     parts = []
     for name, cells in scalars.groupby("scalar", sort=False):
-        per_head = cells.groupby(["variant", "layer", "head"]).value.mean()
-        parts.append(f"learned {SCALAR_NAMES.get(name, name)} spans {per_head.min():.3f}–{per_head.max():.3f} "
-                     f"across layers and heads, at most {(per_head - SCALAR_INIT).abs().max():.3f} from its init "
-                     f"log 2 ≈ {SCALAR_INIT:.3f}")
+        runs = []
+        for seed, run in cells.groupby("seed"):
+            far = (run.value - SCALAR_INIT).abs().max()
+            runs.append(f"seed {int(seed)} {run.value.min():.3f}–{run.value.max():.3f} (at most {far:.3f} from init)")
+        parts.append(f"learned {SCALAR_NAMES.get(name, name)} over the layers and heads of one run: "
+                     + ", ".join(runs))
     text = "; ".join(parts)
-    return text[0].upper() + text[1:] + "."
+    return (text[0].upper() + text[1:] + f". Each range is one run's, as the post's are (its init is log 2 ≈ "
+            f"{SCALAR_INIT:.3f}), not a range of means over seeds.")
 
 
 # ---- the normaliser swap

@@ -7,9 +7,9 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract
+from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
-from attnlab.pipeline.tables.contest import contest_cells
+from attnlab.pipeline.tables.contest import contest_cells, trained
 
 
 def normswap_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
@@ -69,9 +69,27 @@ def share(part: float, whole: float) -> float:
     return float(part / whole) if np.isfinite(whole) and whole != 0 and np.isfinite(part) else np.nan
 
 
-def params_table(runs: pd.DataFrame, variants: list[str]) -> pd.DataFrame:
-    """Each variant's parameter count and its difference from the baseline's."""
+def params_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+    """Each variant's parameter count and its difference from the baseline's, beside its compute overhead: the
+    time per training step against the baseline's, paired by contest seed (the baseline's steps/s over the
+    variant's, through the mean log-ratio, with its t-interval). steps/s is wall-clock training time measured
+    by the trainer, so a busy machine moves it: the pairing by seed compares cells that ran in one build."""
+    variants = grid["variants"]
     counts = runs.groupby("variant").n_params.first().reindex([v for v in variants if v in set(runs.variant)])
     base = counts.get(BASELINE, np.nan)
-    return pd.DataFrame({"variant": counts.index, "n_params": counts.values, "vs_softmax": counts.values - base},
-                        columns=contract.columns("params"))
+    speed = {v: _steps_per_s(runs, grid, v) for v in counts.index}
+    rows = []
+    for variant, n in counts.items():
+        own = speed[variant]
+        time = statistics.paired(speed.get(BASELINE, {}), own, ratio=True)  # baseline steps/s / variant's
+        rows.append({"variant": variant, "n_params": n, "vs_softmax": n - base,
+                     "steps_per_s": float(np.mean(list(own.values()))) if own else np.nan,
+                     "time_vs_softmax": time.mean, "time_ci_low": time.low, "time_ci_high": time.high,
+                     "n_timed": time.n})
+    return pd.DataFrame(rows, columns=contract.columns("params"))
+
+
+def _steps_per_s(runs: pd.DataFrame, grid: dict, variant: str) -> dict[int, float]:
+    """seed -> training steps per second of a variant's contest cells that trained."""
+    cells = trained(contest_cells(runs, grid, variant)) if "steps_per_s" in runs else runs.iloc[0:0]
+    return {int(s): float(v) for s, v in zip(cells.seed, cells.steps_per_s) if np.isfinite(v) and v > 0}

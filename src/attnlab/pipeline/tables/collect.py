@@ -45,7 +45,7 @@ def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: dict) -> dict[st
     """Every collected table of the contract, each checked against its contract columns."""
     contest = contest_table(runs, grid)
     built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
-             "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid["variants"]),
+             "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),
              "normswap": normswap_table(runs, grid), "a3_vs_temperature": a3_vs_temperature_table(runs, grid),
              **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
     for name, table in built.items():

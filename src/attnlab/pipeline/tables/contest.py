@@ -10,7 +10,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.tables.sweep import best_sweep_lr, sweep_table
+from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_table
 
 
 def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
@@ -25,13 +25,14 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
     """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char, and the
     paired comparison with the baseline over the seeds both have (the contract's contest columns)."""
     rows = []
-    base = losses_by_seed(contest_cells(runs, grid, BASELINE))
+    base = losses_by_seed(trained(contest_cells(runs, grid, BASELINE)))
     for variant in grid["variants"]:
         lr = grid["contest_lr"].get(variant)
         cells = contest_cells(runs, grid, variant)
         if cells.empty:
             continue
-        best = cells.best_val_loss.to_numpy(dtype=float)
+        healthy = trained(cells)
+        best = healthy.best_val_loss.to_numpy(dtype=float) if len(healthy) else np.array([np.nan])
         rows.append({
             "variant": variant,
             "lr": format_lr(lr),
@@ -42,10 +43,20 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
             "bpc_mean": best.mean() / np.log(2),
             "n_diverged": int(cells.diverged.sum()),
             "n_params": int(cells.n_params.iloc[0]),
-            "seeds": " ".join(str(s) for s in sorted(cells.seed)),
-            **paired_columns(losses_by_seed(cells), base),
+            "seeds": " ".join(str(s) for s in sorted(healthy.seed)),
+            **paired_columns(losses_by_seed(healthy), base),
+            "lr_edge": grid_edge(grid, variant, lr),
+            "n_improving": int(cells.improving.astype(bool).sum()) if "improving" in cells else 0,
         })
     return pd.DataFrame(rows, columns=contract.columns("contest"))
+
+
+def trained(cells: pd.DataFrame) -> pd.DataFrame:
+    """The cells that trained: a diverged cell's best loss is from before it broke (at worst the untrained
+    model's), so it never enters a mean or a paired difference; the tables count it in n_diverged instead."""
+    if cells.empty or "diverged" not in cells:
+        return cells
+    return cells[~cells.diverged.fillna(False).astype(bool)]
 
 
 def losses_by_seed(cells: pd.DataFrame) -> dict[int, float]:
@@ -81,7 +92,8 @@ def best_lr_table(runs: pd.DataFrame, grid: dict, contest: pd.DataFrame) -> pd.D
     rows = []
     for variant, (lr, losses) in best.items():
         estimate = statistics.paired(losses, base)
-        row = {"variant": variant, "best_lr": lr, "n_sweep_seeds": len(losses),
+        row = {"variant": variant, "best_lr": lr, "lr_edge": grid_edge(grid, variant, lr),
+               "n_sweep_seeds": len(losses),
                "best_val_mean": float(np.mean(list(losses.values()))), **paired_columns(losses, base),
                "interval_note": estimate.reason}
         if variant in in_contest.index:

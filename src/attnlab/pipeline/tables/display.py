@@ -20,6 +20,7 @@ from attnlab.core.io import atomic_write_text
 from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
 from attnlab.pipeline.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
+from attnlab.pipeline.published import published
 from attnlab.pipeline.tables import display_telemetry as telemetry
 from attnlab.pipeline.tables.arms import share
 
@@ -122,7 +123,19 @@ def params_display(params: pd.DataFrame) -> pd.DataFrame:
         f"extra vs {BASELINE} (%)": ["baseline" if v == BASELINE else (f"{n / base:+.3%}" if base and n is not None
                                                                        else MISSING)
                                      for v, n in zip(params.variant, extra)],
+        **({"steps/s": params.steps_per_s.map(lambda x: f"{x:.1f}" if pd.notna(x) else MISSING),
+            f"time per step vs {BASELINE} [95% CI]": [
+                "baseline" if v == BASELINE else _time_text(r, c_lo, c_hi)
+                for v, r, c_lo, c_hi in zip(params.variant, params.time_vs_softmax, params.time_ci_low,
+                                            params.time_ci_high)]} if "steps_per_s" in params else {}),
     })
+
+
+def _time_text(ratio, low, high) -> str:
+    if pd.isna(ratio):
+        return MISSING
+    text = f"{ratio - 1:+.1%}"
+    return text + (f" [{low - 1:+.1%}, {high - 1:+.1%}]" if pd.notna(low) and pd.notna(high) else " (one seed)")
 
 
 # ---- the arms: the normaliser swap, A³ against a learned temperature
@@ -198,15 +211,21 @@ def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
     """The ledger for reading: each claim under the post it comes from (published.yaml's short name), the
     check, the measured and published values, the verdict, what it rests on (the interval, the seeds, what
     would resolve an inconclusive one) and the note."""
-    from attnlab.pipeline.claims.common import published  # here: the claims package writes through this module
-
     names = {name: source.get("short", name) for name, source in published()["sources"].items()}
     rows = ledger.fillna({"interval": "", "resolution": "", "note": "", "seeds": 0})
     return pd.DataFrame({
         "post": rows.source.map(lambda s: names.get(s, s)), "claim": rows.claim, "check": rows.check,
         "measured": rows.measured, "published": rows.published, "verdict": rows.verdict,
-        "rests on": [_basis(r) for r in rows.itertuples()], "note": rows.note,
+        "rests on": [_basis(r) for r in rows.itertuples()],
+        "note": [_note(r) for r in rows.itertuples()],
     }).replace("", MISSING)
+
+
+def _note(row) -> str:
+    """The row's note, then its protocol preconditions (which failed, which were met)."""
+    extra = getattr(row, "preconditions", "")
+    extra = extra if isinstance(extra, str) else ""
+    return "; ".join(p for p in (row.note, f"protocol: {extra}" if extra else "") if isinstance(p, str) and p)
 
 
 def _basis(row) -> str:

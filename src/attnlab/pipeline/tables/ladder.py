@@ -35,6 +35,7 @@ from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
+from attnlab.pipeline.tables.runs import late_gain
 
 LADDER_PROTOCOL = "scale ladder"  # how a verdict measured on the ladder names where it was measured
 STEPS = "steps"  # the training-length column (train.steps), set by the study or by the config
@@ -103,7 +104,7 @@ def cell_frame(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
             "best_val_loss": float(bundle["best_val_loss"]), "diverged": bool(bundle["diverged"]),
             "max_score": float(telemetry.get("max_score", math.nan)),
             "entropy_mean": float(telemetry.get("entropy", {}).get("mean", math.nan)),
-            "a3_gate_mean": gate_mean(bundle),
+            "a3_gate_mean": gate_mean(bundle), **late_gain(bundle),
         })
     frame = pd.DataFrame(rows)
     if frame.empty:

@@ -15,7 +15,7 @@ EDGE_LOW, EDGE_HIGH, EDGE_ONLY = "lowest", "highest", "only"  # where an LR sits
 def variant_sweep_lrs(grid: dict, variant: str) -> list[float]:
     """One variant's sweep LRs, ascending (its own list where sweep.lrs maps variants to lists)."""
     own = grid.get("sweep_lrs_by_variant") or {}
-    return sorted(float(lr) for lr in own.get(variant, grid["sweep_lrs"]))
+    return sorted(float(lr) for lr in own.get(variant, grid.get("sweep_lrs") or []))
 
 
 def grid_edge(grid: dict, variant: str, lr) -> str:
@@ -35,7 +35,8 @@ def sweep_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
     variant at its own sweep LRs."""
     cells = runs[runs.seed.isin([int(s) for s in grid["sweep_seeds"]])]
     own = {(v, format_lr(lr)) for v in set(cells.variant) for lr in variant_sweep_lrs(grid, v)}
-    cells = cells[[(v, format_lr(lr)) in own for v, lr in zip(cells.variant, cells.lr)]]
+    cells = cells[pd.Series([(v, format_lr(lr)) in own for v, lr in zip(cells.variant, cells.lr)], index=cells.index,
+                            dtype=bool)]
     columns = contract.columns("lr_sweep")
     return cells[columns].sort_values(["variant", "lr", "seed"]).reset_index(drop=True)
 

@@ -1,0 +1,162 @@
+"""The protocol a post's number was made at, as preconditions a check tests on this build's tables.
+
+The posts ran each variant at its own swept LR, trained to 12,000 steps. A
+build that differs can still measure the same quantity, but its verdict is
+no stronger than its protocol: when a precondition fails, the check's verdict
+is *inconclusive at <protocol>*, it names what failed, and it says which way
+the data at this protocol lean. Each check lists the preconditions its
+claim's number rests on (its Rule):
+
+- OWN_BEST_LR: each variant compared trains at its own best sweep LR (its
+  contest LR is `auto`, or equals the sweep's best);
+- INSIDE_GRID: that best LR is not at the edge of the variant's sweep grid,
+  where a better LR may lie beyond it;
+- PLATEAU: no cell read is still improving (runs.csv's `improving`: the last
+  fifth of its training lowered its best loss by more than half a percent,
+  attnlab.pipeline.tables.runs);
+- LAYERS: enough layers to tell early from deep ones (two).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
+
+OWN_BEST_LR = "each variant at its own best sweep LR"
+INSIDE_GRID = "that LR inside its sweep grid"
+PLATEAU = "cells trained to a plateau"
+LAYERS = "at least two layers"
+PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS)
+MIN_LAYERS = 2
+
+
+@dataclass(frozen=True)
+class Rule:
+    """A check written from its claim: the post's words, the quantity that would come out differently were the
+    claim false, the threshold and where it comes from, and the preconditions of the claim's protocol."""
+
+    words: str
+    quantity: str
+    threshold: str
+    source: str  # where the threshold comes from: the post's words, its numbers, or this project's reading
+    needs: tuple[str, ...] = ()
+
+    def text(self) -> str:
+        """The ledger's check column: all four, in one line."""
+        needs = "; ".join(self.needs) if self.needs else "none (no training protocol enters it)"
+        return (f"the post: “{self.words}”; measured: {self.quantity}; the claim: {self.threshold} "
+                f"({self.source}); needs: {needs}")
+
+
+@dataclass(frozen=True)
+class Condition:
+    name: str
+    met: bool
+    detail: str
+
+
+def _lr(value) -> str:
+    mantissa, exponent = f"{float(value):.3e}".split("e")
+    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
+
+
+def _best_lr_rows(t) -> pd.DataFrame:
+    best = t.get("best_lr")
+    return best.set_index("variant") if best is not None and not best.empty else pd.DataFrame()
+
+
+def _contest_rows(t) -> pd.DataFrame:
+    contest = t.get("contest")
+    return contest.set_index("variant") if contest is not None and not contest.empty else pd.DataFrame()
+
+
+def own_best_lr(t, variants) -> Condition:
+    """Each variant's contest LR is its sweep's best."""
+    best, contest = _best_lr_rows(t), _contest_rows(t)
+    off, shown = [], []
+    for v in variants:
+        if v not in contest.index:
+            continue
+        lr = format_lr(contest.loc[v, "lr"])
+        if v not in best.index:
+            off.append(f"{v} has no sweep to choose its LR")
+            continue
+        chosen = format_lr(best.loc[v, "best_lr"])
+        shown.append(f"{v} {_lr(lr)}")
+        if chosen != lr:
+            off.append(f"{v} at {_lr(lr)}, its sweep's best is {_lr(chosen)}")
+    if off:
+        return Condition(OWN_BEST_LR, False, "; ".join(off))
+    return Condition(OWN_BEST_LR, True, ", ".join(shown) + (" (each its sweep's best)" if shown else ""))
+
+
+def inside_grid(t, variants) -> Condition:
+    """No compared variant's best LR sits at the edge of its own sweep grid."""
+    best = _best_lr_rows(t)
+    edges = []
+    for v in variants:
+        if v in best.index and "lr_edge" in best and isinstance(best.loc[v, "lr_edge"], str) and best.loc[v, "lr_edge"]:
+            edge = best.loc[v, "lr_edge"]
+            where = "the only LR of its sweep" if edge == "only" else f"the {edge} LR of its sweep grid"
+            edges.append(f"{v}'s best {_lr(best.loc[v, 'best_lr'])} is {where}")
+    if edges:
+        return Condition(INSIDE_GRID, False, "; ".join(edges) + ": a better LR may lie beyond it")
+    return Condition(INSIDE_GRID, True, "every best LR has sweep LRs on both sides")
+
+
+def plateau(t, variants, cells="contest") -> Condition:
+    """No cell the check reads is still improving: `cells` is 'contest' (the variants' contest cells), 'sweep'
+    (their sweep cells) or an LR (their cells at that LR, whatever study trained them)."""
+    runs = t.get("runs")
+    if runs is None or runs.empty or "improving" not in runs:
+        return Condition(PLATEAU, True, "no curve to tell (assumed)")
+    rows = runs[runs.variant.isin(list(variants))]
+    if cells == "sweep":
+        rows = rows[rows.study.astype(str).str.contains("sweep")] if "study" in rows else rows
+    elif not isinstance(cells, str):
+        rows = rows[rows.lr.map(format_lr) == format_lr(cells)]
+    else:
+        contest = _contest_rows(t)
+        keep = [format_lr(lr) == format_lr(contest.loc[v, "lr"]) if v in contest.index else False
+                for v, lr in zip(rows.variant, rows.lr)]
+        rows = rows[keep]
+    if "diverged" in rows:
+        rows = rows[~rows.diverged.fillna(False).astype(bool)]
+    if rows.empty:
+        return Condition(PLATEAU, True, "no cell to tell")
+    unknown = int(rows.improving.isna().sum())
+    improving = rows[rows.improving.fillna(False).astype(bool)]
+    rule = f"more than {PLATEAU_TOLERANCE:.1%} gained over the last {LATE_SHARE:.0%} of training"
+    if len(improving):
+        gain = float(improving.late_gain.median())
+        return Condition(PLATEAU, False, f"{len(improving)} of {len(rows)} cells still improving ({rule}; median "
+                                         f"{gain:.1%})")
+    return Condition(PLATEAU, True, f"none of {len(rows)} cells still improving ({rule})"
+                     + (f"; {unknown} without a curve to tell" if unknown else ""))
+
+
+def layers(n_layers: int) -> Condition:
+    return Condition(LAYERS, n_layers >= MIN_LAYERS, f"{n_layers} layer{'s' if n_layers != 1 else ''}")
+
+
+def conditions(t, rule: Rule, variants, cells: str = "contest") -> list[Condition]:
+    """The rule's preconditions tested on this build's tables for these variants (LAYERS is the caller's)."""
+    tests = {OWN_BEST_LR: lambda: own_best_lr(t, variants), INSIDE_GRID: lambda: inside_grid(t, variants),
+             PLATEAU: lambda: plateau(t, variants, cells)}
+    return [tests[name]() for name in rule.needs if name in tests]
+
+
+def failed(found: list[Condition]) -> list[Condition]:
+    return [c for c in found if not c.met]
+
+
+def summary(found: list[Condition]) -> str:
+    """'failed: cells trained to a plateau (19 of 20 cells still improving ...); met: ...'."""
+    bad = [f"{c.name} ({c.detail})" for c in found if not c.met]
+    good = [f"{c.name} ({c.detail})" for c in found if c.met]
+    return "; ".join(filter(None, ["failed: " + "; ".join(bad) if bad else "",
+                                   "met: " + "; ".join(good) if good else ""]))

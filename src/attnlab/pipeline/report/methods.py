@@ -1,0 +1,118 @@
+"""The methods section: how the cells were trained and scored, and this build's protocol beside the posts'.
+
+Every number is read from runs.csv (each bundle's resolved config), the params
+table and the published protocol's config file (config/paper.yaml beside the
+results); nothing is typed by hand.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from attnlab.core.config import load_config
+from attnlab.pipeline.claims import published
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.formatting import plural
+from attnlab.pipeline.paths import results_dir
+from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
+
+PROTOCOL_ROWS = ("parameters (softmax)", "d_model / layers / heads", "context (characters)", "batch (windows)",
+                 "training steps", "characters trained on", "evaluations", "characters per evaluation",
+                 "dropout / weight decay", "LR sweep", "contest seeds")
+
+
+def _first(runs: pd.DataFrame, key: str):
+    column = f"config.{key}"
+    return runs[column].dropna().iloc[0] if column in runs and runs[column].notna().any() else None
+
+
+def _lrs(values) -> str:
+    return ", ".join(f"{float(v):.0e}".replace("e-0", "e-") for v in sorted({float(v) for v in values}))
+
+
+def build_protocol_values(runs: pd.DataFrame, params: pd.DataFrame, contest: pd.DataFrame,
+                          sweep: pd.DataFrame) -> dict[str, str]:
+    """This build's protocol, one value per PROTOCOL_ROWS entry, from what its bundles recorded."""
+    steps, batch, block = (int(_first(runs, k)) for k in ("train.steps", "train.batch_size", "model.block_size"))
+    every, batches = int(_first(runs, "train.eval_every")), int(_first(runs, "train.eval_batches"))
+    base = params[params.variant == BASELINE].n_params
+    sweeps = {v: _lrs(c.lr) for v, c in sweep.groupby("variant", sort=False)} if not sweep.empty else {}
+    sweep_text = ("; ".join(f"{v} {lrs}" for v, lrs in sweeps.items()) if len(set(sweeps.values())) > 1
+                  else next(iter(sweeps.values()), "none"))
+    seeds = sorted({s for text in contest.seeds.astype(str) for s in text.split()}, key=int) if len(contest) else []
+    return {
+        "parameters (softmax)": f"{int(base.iloc[0]):,}" if len(base) else "–",
+        "d_model / layers / heads": " / ".join(str(int(_first(runs, f"model.{k}"))) for k in ("d_model", "layers",
+                                                                                             "heads")),
+        "context (characters)": f"{block:,}",
+        "batch (windows)": f"{batch:,}",
+        "training steps": f"{steps:,}",
+        "characters trained on": f"{steps * batch * block:,}",
+        "evaluations": f"every {every:,} steps ({steps // every + 1:,})",
+        "characters per evaluation": f"{batches * batch * block:,} ({plural(batches, 'batch', 'batches')})",
+        "dropout / weight decay": f"{float(_first(runs, 'model.dropout')):g} / {float(_first(runs, 'train.weight_decay')):g}",
+        "LR sweep": sweep_text,
+        "contest seeds": ", ".join(seeds) or "–",
+    }
+
+
+def paper_protocol_values() -> dict[str, str] | None:
+    """The posts' protocol (config/<published protocol>.yaml beside the results), as build_protocol_values."""
+    path = results_dir().parent / "config" / f"{published()['protocol']}.yaml"
+    if not path.is_file():
+        return None
+    cfg = load_config(path)
+    model, train = cfg["model"], cfg["train"]
+    steps, batch, block = train["steps"], train["batch_size"], model["block_size"]
+    lrs = cfg["sweep"]["lrs"]
+    lrs = sorted({lr for values in lrs.values() for lr in values}) if isinstance(lrs, dict) else lrs
+    return {
+        "parameters (softmax)": f"{published()['params'][BASELINE]:,}",
+        "d_model / layers / heads": f"{model['d_model']} / {model['layers']} / {model['heads']}",
+        "context (characters)": f"{block:,}",
+        "batch (windows)": f"{batch:,}",
+        "training steps": f"{steps:,}",
+        "characters trained on": f"{steps * batch * block:,}",
+        "evaluations": f"every {train['eval_every']:,} steps ({steps // train['eval_every'] + 1:,})",
+        "characters per evaluation": f"{train['eval_batches'] * batch * block:,} "
+                                     f"({plural(train['eval_batches'], 'batch', 'batches')})",
+        "dropout / weight decay": f"{model['dropout']:g} / {train['weight_decay']:g}",
+        "LR sweep": _lrs(lrs),
+        "contest seeds": ", ".join(str(s) for s in cfg["contest"]["seeds"]),
+    }
+
+
+def protocol_table(runs, params, contest, sweep) -> pd.DataFrame:
+    """This build's protocol beside the posts', one row per fact."""
+    ours = build_protocol_values(runs, params, contest, sweep)
+    theirs = paper_protocol_values() or {}
+    return pd.DataFrame({"": list(PROTOCOL_ROWS), "this build": [ours[k] for k in PROTOCOL_ROWS],
+                         "the posts": [theirs.get(k, "–") for k in PROTOCOL_ROWS]})
+
+
+def methods_text(runs: pd.DataFrame) -> str:
+    """How every cell was trained and scored (Markdown), from the recorded config."""
+    steps, every = int(_first(runs, "train.steps")), int(_first(runs, "train.eval_every"))
+    batches, batch, block = (int(_first(runs, k)) for k in ("train.eval_batches", "train.batch_size",
+                                                           "model.block_size"))
+    fraction = _first(runs, "data.train_fraction")
+    fraction = float(fraction) if fraction is not None else 0.9
+    return (
+        "Every variant shares the seed author's skeleton: token and position embeddings summed, pre-norm blocks "
+        "(LayerNorm, then attention, then a GELU MLP), a final LayerNorm and an untied linear head. Dropout acts "
+        "in two places, on the attention weights and on the MLP output. Only the map from a query and a key to "
+        "an attention weight differs between variants. "
+        f"The optimiser is AdamW with weight decay {float(_first(runs, 'train.weight_decay')):g} on every "
+        "parameter, at a constant learning rate: no warm-up, no decay and no gradient clipping. "
+        f"The corpus is split by position: the first {fraction:.0%} of tinyshakespeare trains, the last "
+        f"{1 - fraction:.0%} validates. Every variant of a seed sees the same batches in the same order from "
+        "the same initial skeleton weights, so variants are compared seed by seed.\n\n"
+        f"The model is evaluated every {every:,} steps on {plural(batches, 'held-out batch', 'held-out batches')} "
+        f"({batches * batch * block:,} characters, the same at every evaluation). A cell's *best validation "
+        f"loss* is the minimum over its {steps // every + 1:,} evaluations, as in the posts. A diverged cell "
+        "counts as a divergence and enters no mean or difference. A contest LR marked *auto* is the "
+        "variant's best sweep LR. A cell is *still improving* when the last "
+        f"{LATE_SHARE:.0%} of its training lowered its best loss by more than {PLATEAU_TOLERANCE:.1%}. This is "
+        "the project's plateau rule; the posts state none. A verdict whose claim needs trained models is "
+        "*inconclusive at* this protocol while the cells it reads are still improving, and the same holds for "
+        "a variant off its own best LR, or at the edge of its sweep grid.")
