@@ -671,3 +671,18 @@ def test_the_a3_compute_overhead_is_measured_paired_by_seed():
     claim = run_check(claims.a3_compute_overhead_small, runs=fast, contest=frames["contest"],
                       params=params_table(fast, spec))
     assert claim.verdict == HOLDS
+
+
+def test_diverged_contest_cells_enter_no_comparison_and_every_row_says_so():
+    frames = contest_frames({"softmax": [1.49, 1.50, 1.495], "yat": [1.51, 4.2, 4.1]})
+    runs = frames["runs"]
+    runs["diverged"] = (runs.variant == "yat") & (runs.seed > 0)
+    runs["diverged_step"] = np.where(runs.diverged, 3.0, np.nan)
+    spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0, 1, 2]}
+    contest = contest_tables.contest_table(runs, spec).set_index("variant")
+    assert contest.loc["yat", "n_diverged"] == 2 and contest.loc["yat", "n_paired"] == 1
+    assert contest.loc["yat", "best_val_mean"] == pytest.approx(1.51), "a diverged cell's loss entered the mean"
+    ledger = claims.ledger(on_protocol({"runs": runs, "contest": contest.reset_index()}), PUB)
+    gap = ledger[ledger.claim.str.startswith("softmax beats the kernel")].iloc[0]
+    assert "yat 2 of 3 (at step 3, 3)" in gap.note and gap.seeds == 1
+    assert not gap.verdict.startswith(("holds", "contradicted"))

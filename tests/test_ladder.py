@@ -170,18 +170,6 @@ def test_the_files_are_the_contracts(tmp_path):
 # ---- the trend
 
 
-def test_a_slope_over_seeds_is_the_mean_of_each_seeds_least_squares_slope():
-    x = [4.5, 5.0, 5.5, 6.0]
-    points = {0: list(zip(x, [0.10, 0.08, 0.05, 0.03])), 1: list(zip(x, [0.12, 0.07, 0.06, 0.02])),
-              2: list(zip(x, [0.09, 0.09, 0.04, 0.04])), 3: [(5.0, 0.2)]}  # seed 3: one rung, no slope
-    estimate = statistics.slope_over_seeds(points)
-    slopes = [stats.linregress(x, [y for _, y in points[s]]).slope for s in (0, 1, 2)]
-    assert estimate.n == 3 and estimate.seeds == (0, 1, 2)
-    assert estimate.mean == pytest.approx(np.mean(slopes))
-    assert (estimate.low, estimate.high) == pytest.approx(stats.t.interval(0.95, 2, loc=np.mean(slopes),
-                                                                           scale=stats.sem(slopes)))
-
-
 def seeds_frame(a3_slope, noise=0.0, rungs=4):
     """ladder_seeds with A³'s paired difference (a3 − softmax) changing by a3_slope per decade of parameters."""
     rows = []

@@ -209,27 +209,6 @@ def slope_with_seed_effect(points: Mapping) -> Estimate:
                     se * math.sqrt(len(seeds)))
 
 
-def slope_over_seeds(points: Mapping) -> Estimate:
-    """A trend paired by seed: per seed, the least-squares slope of y on x (scipy's linregress), then the mean
-    of those slopes with its t-interval over the seeds.
-
-    `points` maps seed -> [(x, y), ...]; a seed needs two distinct x to have a
-    slope and is left out otherwise. Every seed of a ladder trains on the same
-    batches at every size, so its points share that seed's luck: fitting one
-    line per seed and comparing slopes across seeds keeps that pairing, as a
-    paired difference does, instead of treating every point as independent.
-    """
-    slopes = {}
-    for seed, pairs in points.items():
-        x = np.array([float(p[0]) for p in pairs])
-        y = np.array([float(p[1]) for p in pairs])
-        keep = np.isfinite(x) & np.isfinite(y)
-        if len(set(x[keep])) >= 2:
-            slopes[seed] = float(stats.linregress(x[keep], y[keep]).slope)
-    seeds = sorted(slopes)
-    return mean_interval([slopes[s] for s in seeds], seeds)
-
-
 def interval(center: float, spread: float, n: int) -> tuple[float, float]:
     """The t-interval of a mean of n values with sample standard deviation `spread` (NaN below two)."""
     if n < 2 or not math.isfinite(spread) or spread == 0:  # zero spread: degenerate, no interval (ZERO_SPREAD)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline import build_manifest, contract
+from attnlab.pipeline import build_manifest, contract, statistics
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
                                              a3_overhead_small, a3_starts_at_softmax, a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
@@ -65,15 +65,34 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     (attnlab.pipeline.claims.scale), with the contract's ledger columns."""
     pub = pub or published()
     protocol = build_protocol(tables)
+    diverged = diverged_note(tables)
     rows = []
     for check in CHECKS:
         claim = check(tables, pub, protocol)
         claim.protocol = protocol
+        if diverged and not claim.verdict.startswith((*statistics.BY_CONSTRUCTION, statistics.NOT_TESTABLE)):
+            claim.note = "; ".join(filter(None, [claim.note, diverged]))
         rows.append(asdict(claim))
     for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
         claim.protocol = claim.protocol or protocol
         rows.append(asdict(claim))
     return pd.DataFrame(rows, columns=contract.columns("ledger"))
+
+
+def diverged_note(tables: dict[str, pd.DataFrame]) -> str:
+    """'contest cells that diverged and enter no comparison: yat 2 of 3 (at step 41, 57)', '' without any."""
+    contest, runs = tables.get("contest"), tables.get("runs")
+    if contest is None or contest.empty or "n_diverged" not in contest or not contest.n_diverged.fillna(0).any():
+        return ""
+    parts = []
+    for row in contest[contest.n_diverged.fillna(0) > 0].itertuples():
+        steps = ""
+        if runs is not None and {"diverged", "diverged_step"} <= set(runs.columns):
+            cells = runs[(runs.variant == row.variant) & runs.diverged.fillna(False).astype(bool)
+                         & contract.at_lr(runs, row.lr)]
+            steps = ", ".join(str(int(s)) for s in cells.diverged_step.dropna())
+        parts.append(f"{row.variant} {int(row.n_diverged)} of {int(row.n_seeds)}" + (f" (at step {steps})" if steps else ""))
+    return "contest cells that diverged and enter no comparison: " + "; ".join(parts)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract
 from attnlab.pipeline.bundle_reader import read_arrays
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
-from attnlab.pipeline.tables.contest import contest_cells
+from attnlab.pipeline.tables.contest import contest_cells, trained
 
 GATE_VARIANTS = ("a3", "a3_heads", BASELINE)  # the a3_gates table's rows: the gated variants and what they face
 
@@ -22,9 +22,11 @@ def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -
 
     All from the contest cells' bundle.json; arrays are read only for what no
     bundle summary holds: the A³-at-init comparison (two bundles side by side)
-    and the mean kernel mass of correct and of wrong predictions.
+    and the mean kernel mass of correct and of wrong predictions. A diverged
+    cell's telemetry is of the weights it rolled back to, not of a trained
+    model: it enters none of these (the contest table counts it).
     """
-    contest = {v: [bundles[p] for p in contest_cells(runs, grid, v).path] for v in grid["variants"]}
+    contest = {v: [bundles[p] for p in trained(contest_cells(runs, grid, v)).path] for v in grid["variants"]}
     score_rows, auroc_rows, entropy_rows, scalar_rows, gate_rows = [], [], [], [], []
     for variant, cells in contest.items():
         for b in cells:
