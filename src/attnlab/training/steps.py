@@ -82,6 +82,18 @@ def evaluate(graphdef, rest, params, val_x, val_y):
     return losses.mean()
 
 
+@partial(jax.jit, static_argnames=("graphdef",))
+def evaluate_windows(graphdef, rest, params, x, y, weight):
+    """Mean loss over weighted windows (no dropout): every character of a split once, padding at weight 0."""
+    model = nnx.merge(graphdef, params, rest)
+
+    def batch(xyw):
+        per_window = optax.softmax_cross_entropy_with_integer_labels(model(xyw[0]), xyw[1]).mean(-1)
+        return (per_window * xyw[2]).sum()
+
+    return jax.lax.map(batch, (x, y, weight)).sum() / weight.sum()
+
+
 @partial(jax.jit, static_argnames=("graphdef", "normaliser"))
 def evaluate_normalised(graphdef, rest, params, val_x, val_y, *, normaliser: str):
     """evaluate() with the kernel family's kappa normalised by `normaliser` ("kernel" or "softmax").

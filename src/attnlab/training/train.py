@@ -42,14 +42,14 @@ from attnlab.core.telemetry_stats import entropy_histograms, summarise
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, UnknownVariantError
 from attnlab.training import provenance
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
-                                      train_offsets)
+                                      train_offsets, whole_split_batches)
 from attnlab.training.bundle_writer import check_out_dir, write_bundle
 from attnlab.training.checkpoint import ResumeCheckpoints, save_params
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.folder_lock import FolderLock, release_locks
 from attnlab.training.model import GPT, count_params
-from attnlab.training.steps import (evaluate, evaluate_normalised, make_optimizer, probe, train_chunk,
-                                   window_attention)
+from attnlab.training.steps import (evaluate, evaluate_normalised, evaluate_windows, make_optimizer, probe,
+                                   train_chunk, window_attention)
 
 LN2 = math.log(2.0)
 
@@ -200,6 +200,9 @@ class Cell:
         T, B = self.mcfg.block_size, self.tcfg.batch_size
         self.val_x, self.val_y = held_out_batches(self.corpus.val, VALIDATION_STREAM, T, B, self.tcfg.eval_batches)
         self.probe_x, self.probe_y = held_out_batches(self.corpus.val, TELEMETRY_STREAM, T, B, self.telemetry.batches)
+        # Every validation character once, for the best checkpoint's one evaluation on the whole split: the seed's
+        # metric is the minimum over evaluations of eval_batches sampled batches, which stays the cell's best loss.
+        self.whole_x, self.whole_y, self.whole_weight = whole_split_batches(self.corpus.val, T, B)
         self.window = map_window(self.corpus.val, T, self.telemetry.window_offset)
         self.seed_arr = jnp.asarray(self.seed, dtype=jnp.uint32)
         started = time.perf_counter()
@@ -238,18 +241,19 @@ def run_cell(cfg: dict, variant: str, lr: float, seed: int, corpus_path: Path, o
         checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, variant, lr, seed))
         cell = Cell(cfg, variant, lr, seed, corpus_path, log)
         identity = cell_identity(cfg, variant, lr, seed, code_fingerprint)
-        params, opt_state, progress, maps = restore_or_start(cell, checkpoints, identity)
-        params, progress, maps = train_until_done(cell, params, opt_state, progress, maps, checkpoints)
-        summary = write_cell_bundle(cell, params, progress, maps, out, code_fingerprint)
+        params, opt_state, best, progress, maps = restore_or_start(cell, checkpoints, identity)
+        params, best, progress, maps = train_until_done(cell, params, opt_state, best, progress, maps, checkpoints)
+        summary = write_cell_bundle(cell, params, best, progress, maps, out, code_fingerprint)
         checkpoints.remove()
     return summary
 
 
 def restore_or_start(cell: Cell, checkpoints: ResumeCheckpoints, identity: str):
-    """The newest checkpoint of this very cell and code, else the fresh state."""
-    fresh = (cell.params, cell.opt_state, Progress(cell=identity), {})
+    """The newest checkpoint of this very cell and code, else the fresh state: (params, optimiser state, the
+    parameters of the best evaluation so far, progress, attention maps)."""
+    fresh = (cell.params, cell.opt_state, cell.params, Progress(cell=identity), {})
     try:
-        restored = checkpoints.latest({"params": cell.params, "opt_state": cell.opt_state})
+        restored = checkpoints.latest({"params": cell.params, "opt_state": cell.opt_state, "best": cell.params})
     except Exception as err:  # a checkpoint Orbax cannot read is as good as none
         cell.log(f"ignoring the unreadable checkpoint in {checkpoints.directory} ({type(err).__name__}: {err})")
         checkpoints.clear()
@@ -266,12 +270,14 @@ def restore_or_start(cell: Cell, checkpoints: ResumeCheckpoints, identity: str):
     progress.resumed_from.append(progress.step)
     cell.log(f"resuming {cell.label()} from step {progress.step}")
     maps = {int(k): np.asarray(v) for k, v in snapshots.items()}
-    return state["params"], state["opt_state"], progress, maps
+    return state["params"], state["opt_state"], state["best"], progress, maps
 
 
-def train_until_done(cell: Cell, params, opt_state, progress: Progress, maps: dict, checkpoints):
-    """Run chunks of steps between stops; on divergence, roll back to the last finite stop."""
+def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, maps: dict, checkpoints):
+    """Run chunks of steps between stops; on divergence, roll back to the last finite stop. `best` follows the
+    parameters of the lowest validation loss so far (checkpointed with the state, so a resumed run keeps it)."""
     plan, tcfg = cell.plan, cell.tcfg
+    kept = {"best": best}
 
     def take_stop(step, params) -> bool:
         """Evaluate/snapshot at a stop; False if the model is no longer finite (divergence)."""
@@ -281,6 +287,8 @@ def train_until_done(cell: Cell, params, opt_state, progress: Progress, maps: di
             val = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
             if not math.isfinite(val):
                 return False
+            if not progress.curve or val < min(row[2] for row in progress.curve):
+                kept["best"] = jax.tree.map(jnp.copy, params)
             pending = progress.pending_losses
             train_loss = float(np.mean(pending)) if pending else float("nan")
             progress.curve.append([step, train_loss, val, progress.elapsed_s])
@@ -322,20 +330,25 @@ def train_until_done(cell: Cell, params, opt_state, progress: Progress, maps: di
         step = progress.step = target
         last_good, last_good_step = jax.tree.map(jnp.copy, params), step
         if step in plan["checkpoint"]:
-            checkpoints.save(step, {"params": params, "opt_state": opt_state},
+            checkpoints.save(step, {"params": params, "opt_state": opt_state, "best": kept["best"]},
                              {str(k): v for k, v in maps.items()}, dataclasses.asdict(progress))
     if progress.diverged_step is not None:
         params = last_good
         if last_good_step not in maps:
             maps[last_good_step] = cell.attention_map(params)
-    return params, progress, maps
+    return params, kept["best"], progress, maps
 
 
-def write_cell_bundle(cell: Cell, params, progress: Progress, maps: dict, out: Path, code_fingerprint: str) -> dict:
-    """Probe the final weights on the telemetry batches and write the bundle in one step."""
+def write_cell_bundle(cell: Cell, params, best, progress: Progress, maps: dict, out: Path,
+                      code_fingerprint: str) -> dict:
+    """Probe the final weights on the telemetry batches, evaluate the best checkpoint once on the whole
+    validation split, and write the bundle in one step."""
     arrays = jax.tree.map(np.asarray, probe(cell.graphdef, cell.rest, params, cell.probe_x, cell.probe_y,
                                             min_keys=cell.telemetry.entropy_min_keys))
     summary = bundle_summary(cell, params, progress, arrays, code_fingerprint)
+    whole = float(evaluate_windows(cell.graphdef, cell.rest, best, cell.whole_x, cell.whole_y, cell.whole_weight))
+    summary["best_val_loss_whole_split"] = whole
+    summary["whole_split_chars"] = int(float(cell.whole_weight.sum()) * cell.mcfg.block_size)
     telemetry = {k: v for k, v in arrays.items() if k in ("max_score", "mass", "correct")}
     telemetry["entropy_hist"] = entropy_histograms(arrays["entropy"])
     snap_steps = sorted(maps)

@@ -46,6 +46,8 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
             "seeds": " ".join(str(s) for s in sorted(healthy.seed)),
             **paired_columns(losses_by_seed(healthy), base),
             "lr_edge": grid_edge(grid, variant, lr),
+            "best_val_whole_mean": (float(healthy.best_val_loss_whole_split.astype(float).mean())
+                                    if "best_val_loss_whole_split" in healthy and len(healthy) else np.nan),
             "n_improving": int(cells.improving.astype(bool).sum()) if "improving" in cells else 0,
         })
     return pd.DataFrame(rows, columns=contract.columns("contest"))

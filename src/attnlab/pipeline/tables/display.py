@@ -63,6 +63,8 @@ def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
         "seeds": contest.n_seeds.astype(int),
         "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
         "bits/char": contest.bpc_mean.map(lambda x: fixed(x, 3)),
+        **({"whole split (nats/char)": contest.best_val_whole_mean.map(lambda x: fixed(x, 4))}
+           if "best_val_whole_mean" in contest and contest.best_val_whole_mean.notna().any() else {}),
         f"− {BASELINE} (nats) [{LEVEL} interval]": [
             "baseline" if b else difference(d, lo, hi)
             for b, d, lo, hi in zip(base, contest.delta_vs_softmax, contest.delta_ci_low, contest.delta_ci_high)],
