@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from attnlab.core import fingerprint
-from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sha256_file
+from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sealed, sha256_file
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.pipeline.bundle_reader import read_bundle, read_curve, verified_file
 from attnlab.pipeline.grid import grid
@@ -84,7 +84,7 @@ def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", l
                                   "mean_per_layer_head": [[0.6, 0.6]], "mean_per_layer": [0.6]}},
         "files": files,
     }
-    (folder / BUNDLE_FILE).write_text(json.dumps(summary))
+    (folder / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
     return folder
 
 

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, sha256_file
+from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, sealed, sha256_file
 from attnlab.core.config import load_config
 from attnlab.pipeline import claims, contract
 from attnlab.pipeline.grid import grid
@@ -164,7 +164,7 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
         summary["learned"] = {"b": grid_of(0.7)}
     summary["files"] = {name: sha256_file(folder / name) for name in ("curve.csv", "telemetry.npz",
                                                                       "attention.npz", "params/weights.bin")}
-    (folder / BUNDLE_FILE).write_text(json.dumps(summary))
+    (folder / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
     return folder
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir
+from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sealed
 from attnlab.core.config import cell_slice, load_config, parse_yaml, schema, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
@@ -321,11 +321,27 @@ def test_two_close_sweep_lrs_are_two_cells_in_two_folders():
 # ---- every reader checks hashes; the manifest names only the bundle's own files
 
 
+def test_a_number_edited_in_bundle_json_by_hand_is_refused_naming_the_file(bundle_copy):
+    read_bundle(bundle_copy)  # as the trainer wrote it: whole
+    path = bundle_copy / BUNDLE_FILE
+    text = path.read_text()
+    summary = json.loads(text)
+    edited = text.replace(json.dumps(summary["best_val_loss"]), json.dumps(summary["best_val_loss"] - 0.1), 1)
+    assert edited != text
+    path.write_text(edited)
+    with pytest.raises(BundleError, match=r"bundle\.json was changed after training") as err:
+        read_bundle(bundle_copy)
+    assert str(path) in str(err.value) and "rerun that cell" in str(err.value)
+    path.write_text(json.dumps({k: v for k, v in summary.items() if k != "content_sha256"}))
+    with pytest.raises(BundleError, match="lacks content_sha256"):
+        read_bundle(bundle_copy)
+
+
 @pytest.mark.parametrize("name", ["../../etc/hostname", "/etc/passwd", "params/../../../etc/passwd"])
 def test_manifest_naming_a_file_outside_the_bundle_is_refused(bundle_copy, name):
     summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())
     summary["files"][name] = "0" * 64
-    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(summary))
+    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
     with pytest.raises(BundleError, match="outside its folder"):
         read_bundle(bundle_copy)
     with pytest.raises(BundleError, match="outside its folder"):

@@ -255,6 +255,18 @@ def test_config_file_form_plans_the_same_build_as_configfile(workspace, corpus_p
     snakemake_refused(both, "give the config file once")
     other = snakemake(workspace, "-n", "--config", f"{CONFIG_KEY}=config/smoke.yaml", "train=x", corpus=corpus_path)
     snakemake_refused(other, "--config train=...", "KEY=VALUE overrides are not supported")
+    twice = snakemake(workspace, "-n", "--config", f"{CONFIG_KEY}=config/smoke.yaml",
+                      f"{CONFIG_KEY}=config/default.yaml", corpus=corpus_path)
+    snakemake_refused(twice, f"--config {CONFIG_KEY}= is given 2 times", "give the config file once")
+
+
+def test_the_config_values_of_a_command_line_are_read_as_given():
+    assert config_module.config_values_given(["snakemake", "-n", "--config", "file=a.yaml", "file=b.yaml",
+                                               "--cores", "2"]) == ["file=a.yaml", "file=b.yaml"]
+    assert config_module.config_values_given(["--config=file=a.yaml", "-n"]) == ["file=a.yaml"]
+    with pytest.raises(ConfigError, match="given 2 times"):
+        config_module.snakemake_config_file([], {"file": "b.yaml"}, Path("d.yaml"),
+                                            argv=["--config", "file=a.yaml", "file=b.yaml"])
 
 
 # ---- the command line's counts
@@ -303,3 +315,51 @@ def test_the_wheel_carries_its_data_and_runs_from_outside_the_source_tree(tmp_pa
     listed = {line.split()[0]: int(line.split()[1].replace(",", "")) for line in result.stdout.splitlines() if line}
     assert listed == {"softmax": 2_719_169, "yat": 2_719_169, "yat_b": 2_719_217, "a3": 2_720_610,
                       "yat_exp": 2_719_169, "yat_b_exp": 2_719_217, "softmax_t": 2_719_193, "a3_heads": 2_727_257}
+
+
+# ---- no command lets Snakemake parse a config file itself
+
+
+YTE_PAYLOAD = """__use_yte__: true
+?if __import__("pathlib").Path("PWNED").touch() is None:
+  name: pwned
+"""
+
+
+def test_no_code_path_hands_snakemake_a_configfile():
+    """Snakemake evaluates a YTE template in a --configfile before anything can refuse it; every command the
+    project starts passes `--config file=F` instead, which attnlab's strict loader reads."""
+    offenders = []
+    for path in (REPO / "src").rglob("*.py"):
+        for number, line in enumerate(path.read_text().splitlines(), start=1):
+            if '"--configfile"' in line and "add_argument" not in line:
+                offenders.append(f"{path.relative_to(REPO)}:{number}: {line.strip()}")
+    assert not offenders, "\n".join(offenders)
+
+
+def test_bench_dry_run_never_lets_snakemake_evaluate_a_yte_config(tmp_path):
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    (ws / "evil.yaml").write_text(YTE_PAYLOAD)
+    result = attnlab("bench", "--dry-run", "--workdir", ws, "--configfile", ws / "evil.yaml", "--runs", "1",
+                     cwd=ws, timeout=120)
+    assert result.returncode != 0 and not (ws / "PWNED").exists() and not (tmp_path / "PWNED").exists()
+    missing = attnlab("bench", "--dry-run", "--workdir", tmp_path / "nowhere", cwd=tmp_path, timeout=60)
+    refused(missing, "--workdir", "no such folder")
+
+
+def test_a_long_axis_without_aliases_is_refused_for_its_length_not_for_aliases():
+    long_axis = "a: [" + ", ".join(str(i) for i in range(10_001)) + "]"
+    with pytest.raises(ConfigError, match="holds more than 10,000 values") as err:
+        config_module.parse_yaml(long_axis, "long.yaml")
+    assert "alias" not in str(err.value)
+
+
+def test_building_another_folder_with_directory_is_refused_before_anything_runs(workspace, corpus_path, tmp_path):
+    other = tmp_path / "other"
+    other.mkdir()
+    result = snakemake(workspace, "-n", "--directory", str(other), corpus=corpus_path)
+    snakemake_refused(result, f"--directory {other}: build a workspace from inside it")
+    assert not (other / "results").exists()
+    itself = snakemake(workspace, "-n", "--directory", str(workspace), corpus=corpus_path)
+    assert itself.returncode == 0, itself.stdout[-2000:] + itself.stderr[-2000:]

@@ -19,7 +19,7 @@ import yaml
 from scipy import stats
 
 from attnlab.core import studies
-from attnlab.core.bundle_format import BUNDLE_FILE, BundleError
+from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, sealed
 from attnlab.core.config import cell_slice, load_config, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics
@@ -223,7 +223,7 @@ def disk_cells(root, max_yat):
                 summary.update({k: v for k, v in bundle(rung, variant, seed).items() if k != "telemetry"})
                 summary["telemetry"].update(max_score=score, max_score_per_layer=[score, score / 2],
                                             mean_max_score_per_layer=[score, score / 2])
-                (folder / BUNDLE_FILE).write_text(json.dumps(summary))
+                (folder / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
                 out.append((CellKey.of(variant, 3e-3, seed, "ladder", point_of(rung)), read_bundle(folder)))
     return out
 
@@ -271,16 +271,19 @@ def test_the_ledger_adds_the_ladder_rows_only_where_the_build_has_a_ladder(tmp_p
 # ---- the config: points whose keys move together
 
 
-def ladder_config(points, **study):
+def ladder_config(points, name="ladder", **study):
     raw = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
-    raw["studies"] = [{"name": "ladder", "points": points, **study}]
+    raw["studies"] = [{"name": name, "points": points, **study}]
     return raw
 
 
 def test_points_cross_the_axes_and_each_sets_its_keys_together():
-    cfg = validate_config(ladder_config([{"model": {"d_model": 32, "heads": 2}, "train": {"steps": 60}},
-                                         {"model": {"d_model": 48, "heads": 3}, "train": {"steps": 120}}],
-                                        model={"dropout": [0.0, 0.1]}))
+    """In any study but the ladder (whose points vary model size alone), points cross the axes."""
+    points = [{"model": {"d_model": 32, "heads": 2}, "train": {"steps": 60}},
+              {"model": {"d_model": 48, "heads": 3}, "train": {"steps": 120}}]
+    with pytest.raises(ConfigError, match=r"studies\.ladder: its points differ in model\.dropout"):
+        validate_config(ladder_config(points, model={"dropout": [0.0, 0.1]}))
+    cfg = validate_config(ladder_config(points, name="sizes", model={"dropout": [0.0, 0.1]}))
     study = studies.studies(cfg)[-1]
     assert study.size() == 2 * 2 * len(cfg["variants"]) * len(cfg["contest"]["seeds"])
     assert study.axis_keys == ("model.d_model", "model.heads", "train.steps", "model.dropout")

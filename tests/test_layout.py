@@ -216,3 +216,59 @@ def test_the_schema_bounds_seeds_by_the_cell_check():
     bounds = seed_bounds(schema)
     assert {key for key, *_ in bounds} >= {"contest.seeds", "sweep.seed", "sweep.seeds"}
     assert [b for b in bounds if b[1:] != (0, SEED_LIMIT - 1)] == []
+
+
+def imported_by(module: str, modules: set[str]) -> set[str]:
+    """What one module's imports reach, inside functions too: `from pkg import sub` reaches the module pkg.sub,
+    `from pkg import name` the package pkg (its __init__), `import a.b` the module a.b."""
+    path = fingerprint.module_file(module)
+    package = module.split(".") if path.name == "__init__.py" else module.split(".")[:-1]
+    reached = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            reached |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = ".".join(package[: len(package) - node.level + 1] + ([node.module] if node.module else [])) \
+                if node.level else node.module
+            for alias in node.names:
+                reached.add(f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base)
+    return {m for m in reached if m in modules and m != module}
+
+
+def import_cycles() -> list[list[str]]:
+    """Every cycle among attnlab's own modules, imports inside functions included (strongly connected
+    components of more than one module)."""
+    modules = modules_under("attnlab")
+    graph = {m: sorted(imported_by(m, set(modules))) for m in modules}
+    index, low, stack, on_stack, cycles, counter = {}, {}, [], set(), [], [0]
+
+    def visit(node):  # Tarjan's algorithm
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for target in graph[node]:
+            if target not in index:
+                visit(target)
+                low[node] = min(low[node], low[target])
+            elif target in on_stack:
+                low[node] = min(low[node], index[target])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                top = stack.pop()
+                on_stack.discard(top)
+                component.append(top)
+                if top == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for module in modules:
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_the_import_graph_has_no_cycle_function_level_imports_included():
+    assert import_cycles() == []

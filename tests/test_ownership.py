@@ -30,6 +30,7 @@ from attnlab.training import bundle_writer, disk_full
 from attnlab.training.bundle_writer import check_out_dir, write_bundle
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.folder_lock import FolderLock
+from conftest import REPO
 from processes import attnlab, refused, run, start, trainer_args, wait_for
 from test_faults import tiny_config, tree, write_config
 
@@ -385,3 +386,51 @@ def test_attnlab_train_on_a_full_disk_says_so_in_one_line(ws, corpus_path, cache
         rerun = attnlab(*cli_train(ws / "tiny.yaml", out, corpus_path, cache, "--checkpoint-dir", ckpt), cwd=ws)
         assert rerun.returncode == 0 and "resuming" in rerun.stdout, rerun.stderr[-3000:]
         assert leftovers(ws) == [] and not ckpt.exists()
+
+
+def test_trainers_starting_and_ending_together_on_a_fresh_checkpoint_root_never_collide(tmp_path):
+    """Several trainers' checkpoint folders made at the same moment under a root that does not exist yet, then
+    removed at the same moment, over and over: no error, and no cell's folder is left behind."""
+    import threading
+
+    from attnlab.training.checkpoint import ResumeCheckpoints
+
+    cells, rounds, errors = 6, 20, []
+    for round_ in range(rounds):
+        root = tmp_path / f"round{round_}" / "checkpoints"
+        start, end = threading.Barrier(cells), threading.Barrier(cells)
+
+        def trainer(seed):
+            try:
+                start.wait()
+                checkpoints = ResumeCheckpoints(root, "softmax", 3e-3, seed)
+                end.wait()
+                checkpoints.remove()
+            except Exception as err:  # noqa: BLE001  (collected and reported below)
+                errors.append(f"round {round_}, seed {seed}: {type(err).__name__}: {err}")
+                start.abort(), end.abort()
+
+        threads = [threading.Thread(target=trainer, args=(seed,)) for seed in range(cells)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert not errors, "\n".join(errors)
+        assert not list(root.glob("softmax/*/seed*")), "a cell's checkpoint folder was left behind"
+
+
+@pytest.mark.parametrize("extra, named", [
+    (["--threads", "-3"], "--threads: must be at least 1, not -3"),
+    (["--threads", "two"], "not a whole number of threads"),
+    (["--checkpoint-dir", "/"], "--checkpoint-dir /: the filesystem root"),
+])
+def test_the_trainers_command_lines_refuse_threads_below_one_and_the_filesystem_root(tmp_path, extra, named):
+    out = tmp_path / "out"
+    cli = attnlab("train", "--config", REPO / "config" / "smoke.yaml", "--variant", "softmax", "--lr", "3e-3",
+                  "--seed", "0", "--out", out, *extra, cwd=tmp_path, timeout=60)
+    module = run(["-m", "attnlab.training.train", "--cell-config", "{}", "--variant", "softmax", "--lr", "3e-3",
+                  "--seed", "0", "--corpus", tmp_path / "none.txt", "--out", out, "--code-fingerprint", "x",
+                  *extra], tmp_path, None, 120)
+    for result in (cli, module):
+        refused(result, named)
+    assert not out.exists()

@@ -24,6 +24,7 @@ from attnlab.pipeline import formatting
 from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
 from conftest import REPO
+from processes import run
 
 
 @pytest.fixture
@@ -227,3 +228,25 @@ def test_short_names_never_break_mid_word_but_running_text_still_wraps():
     assert shown.count('<td class="text word">') == 2, "a variant name could break as 'softma / x'"
     assert shown.count('<td class="text">') == 2 and shown.count('<td class="num">') == 2
     assert "td.word { overflow-wrap: normal; white-space: nowrap; }" in " ".join(PAGE_STYLE.split())
+
+
+@pytest.mark.parametrize("make", [
+    lambda p: p.mkdir(),
+    lambda p: p.write_text('{"optional_tables": ["ladder"'),
+    lambda p: p.write_text("{}"),
+    lambda p: p.write_text("[]"),
+    lambda p: p.write_text("null"),
+    lambda p: p.write_text('{"optional_tables": [3]}'),
+], ids=["a folder", "truncated", "empty object", "a list", "null", "not names"])
+def test_a_build_manifest_that_is_not_one_is_refused_in_one_line_never_read_as_every_table(tmp_path, make):
+    from attnlab.core.bundle_format import BundleError
+    from attnlab.pipeline import build_manifest
+
+    (tmp_path / "ladder.csv").write_text("rung\n1\n")
+    make(tmp_path / build_manifest.MANIFEST)
+    with pytest.raises(BundleError, match="run snakemake again, which writes it"):
+        build_manifest.has_table(tmp_path, "ladder")
+    result = run(["-m", "attnlab.pipeline.build_manifest", "--check", tmp_path / build_manifest.MANIFEST],
+                 tmp_path, None, 60)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1 and "build.json" in result.stderr

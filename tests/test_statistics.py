@@ -403,3 +403,17 @@ def test_a_trend_with_a_seed_effect_is_the_regression_on_every_rung_and_seed():
     assert estimate.mean == pytest.approx(coef[0])
     assert (estimate.low, estimate.high) == pytest.approx(stats.t.interval(0.95, df, loc=coef[0], scale=se))
     assert estimate.high < 0
+
+
+def test_each_variant_may_sweep_its_own_lrs_and_a_best_lr_at_the_grid_edge_is_flagged():
+    cfg = validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3, 3.0e-3],
+                                                                              "a3": [3.0e-3, 1.0e-2, 3.0e-2]}}})
+    spec = grid(cfg)
+    assert {c for c in spec["cells"] if c[0] == "a3"} == {("a3", lr, 0) for lr in (3e-3, 1e-2, 3e-2)}
+    assert spec["sweep_lrs_by_variant"] == {"softmax": [1e-3, 3e-3], "a3": [3e-3, 1e-2, 3e-2]}
+    assert tables.grid_edge(spec, "a3", 3e-2) == "highest" and tables.grid_edge(spec, "a3", 1e-2) == ""
+    assert tables.grid_edge(spec, "softmax", 1e-3) == "lowest"
+    with pytest.raises(ConfigError, match=r"sweep\.lrs: no learning rates for 'a3'"):
+        validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3]}}})
+    with pytest.raises(ConfigError, match=r"sweep\.lrs\.a3\.0: 0\.0 is less than or equal to the minimum"):
+        validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3], "a3": [0.0]}}})

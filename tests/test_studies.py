@@ -61,6 +61,19 @@ def smoke(*studies, **top) -> dict:
     ({"name": "Dropout"}, "studies.0.name: 'Dropout' does not match"),
     ({"name": "huge", "model": {"dropout": [0.0, 0.1, 0.2]}, "train": {"steps": [20, 40, 60]},
       "seeds": list(range(10))}, "studies.huge: 360 cells, more than max_cells 300"),
+    ({"name": "n" * 65}, "is too long"),
+    ({"name": "wordy", "points": [{"model": {"d_model": 32, "layers": 2, "heads": 2, "kv_heads": 2, "block_size": 32,
+                                              "d_ff": 64, "dropout": 0.12345678901234568, "attention_block": 32,
+                                              "a3_embed_dim": 16},
+                                    "train": {"steps": 60, "batch_size": 8, "eval_every": 20, "eval_batches": 2,
+                                              "weight_decay": 0.012345678901234568}}]},
+     "studies.wordy: a point's folder name would be 208 characters"),
+    ({"name": "ladder", "lrs": [1e-3, 3e-3], "points": [{"model": {"d_model": 32}}, {"model": {"d_model": 48}}]},
+     "studies.ladder.lrs: a ladder trains each variant at one LR, not 2"),
+    ({"name": "ladder", "points": [{"model": {"d_model": 32}, "train": {"weight_decay": 0.01}},
+                                   {"model": {"d_model": 48}, "train": {"weight_decay": 0.1}}]},
+     "studies.ladder: its points differ in train.weight_decay"),
+    ({"name": "ladder", "model": {"dropout": [0.0, 0.1]}}, "studies.ladder: its points differ in model.dropout"),
 ])
 def test_a_bad_study_is_refused_naming_its_key(study, named):
     with pytest.raises(ConfigError) as err:
@@ -79,6 +92,10 @@ def test_two_studies_of_one_name_and_max_cells_are_refused_and_max_cells_can_be_
     assert len(Grid(validate_config(smoke(ten, max_cells=40)), {"a3": 0.01}).cells("ten")) == 40
     with pytest.raises(ConfigError, match="sweep: 8 cells, more than max_cells 7"):
         validate_config(smoke(max_cells=7))  # the built-in studies count too
+    many = [{"name": f"s{i}", "model": {"dropout": [0.0, 0.1]}} for i in range(30)]  # 30 x 16 cells, each allowed
+    with pytest.raises(ConfigError, match="studies: 496 cells in all, more than max_total_cells 495"):
+        validate_config(smoke(*many, max_total_cells=495))
+    assert validate_config(smoke(*many))["max_total_cells"] == 2000
 
 
 def test_the_dag_refuses_a_bad_study_before_any_job(tmp_path, corpus_path):
@@ -290,3 +307,24 @@ def test_runs_csv_names_the_built_in_studies_of_each_cell():
     runs = pd.DataFrame({"variant": ["softmax", "softmax", "softmax", "a3", "a3"],
                          "lr": [0.003, 0.003, 0.001, 0.01, 0.01], "seed": [0, 1, 0, 0, 2]})
     assert built_in_study(runs, spec) == ["contest sweep", "contest", "sweep", "contest sweep", "contest"]
+
+
+def test_a_point_copies_only_what_its_overrides_touch_and_leaves_the_config_alone():
+    """Planning is linear in the points: each point's config shares every section it does not override."""
+    from attnlab.core.studies import resolved
+
+    cfg = validate_config(smoke())
+    before = copy.deepcopy(cfg)
+    point = resolved(cfg, [("model.dropout", 0.2), ("model.d_ff", 128)])
+    assert point["model"]["dropout"] == 0.2 and point["model"]["d_ff"] == 128
+    assert point["train"] is cfg["train"] and point["telemetry"] is cfg["telemetry"]
+    assert point["model"] is not cfg["model"] and cfg == before
+
+
+def test_a_diverged_study_cell_enters_no_comparison_and_is_counted():
+    cells = synthetic()
+    cells = [(key, bundle(4.17, diverged=True) if (key.variant == "yat" and key.seed == 2) else b) for key, b in cells]
+    table = study_table(cells)
+    yat = table[(table.variant == "yat") & (table.dropout == 0.1)].iloc[0]
+    assert yat.n_diverged == 1 and yat.n_paired == 2 and yat.seeds == "0 1"
+    assert yat.best_val_mean == pytest.approx(1.65 - 0.02 + 0.0015), "a diverged cell's loss entered the mean"

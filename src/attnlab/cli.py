@@ -10,6 +10,8 @@ import argparse
 import sys
 from pathlib import Path
 
+from attnlab.core.cell import at_least_one, checkpoint_root_problem
+
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
@@ -40,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--checkpoint-dir", type=Path, default=None,
                    help="root of resumable checkpoints; this cell's own folder is made and removed inside it")
     t.add_argument("--compile-cache", type=Path, default=Path("results/jax-cache"))
-    t.add_argument("--threads", type=int, default=1, help="CPU threads for XLA (default 1)")
+    t.add_argument("--threads", type=at_least_one, default=1, help="CPU threads for XLA (default 1)")
 
     f = sub.add_parser("fetch", help="download (or copy a local) corpus and verify its sha256")
     f.add_argument("--config", required=True, type=Path)
@@ -49,6 +51,8 @@ def main(argv: list[str] | None = None) -> int:
     sub.add_parser("bench", help="time training steps against a plain loop (attnlab bench --help)")
 
     args = parser.parse_args(argv)
+    if getattr(args, "checkpoint_dir", None) is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
+        parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
     from attnlab.core.config import load_config
     from attnlab.core.corpus import CorpusError
     from attnlab.core.errors import ConfigError

@@ -5,6 +5,12 @@ import sys
 from pathlib import Path
 
 REPO = Path(workflow.basedir)
+# The rules fingerprint this checkout's code but read the notebook and results from the working directory: a
+# build of another folder (--directory) would mix two checkouts, so it is refused before anything runs.
+if workflow.overwrite_workdir is not None and Path(workflow.overwrite_workdir).resolve() != REPO.resolve():
+    raise WorkflowError(f"--directory {workflow.overwrite_workdir}: build a workspace from inside it (cd "
+                        f"{workflow.overwrite_workdir} && snakemake --cores all), not from {REPO}: the rules' code "
+                        "is this checkout's, the notebook and results the other folder's")
 SRC = REPO / "src"
 # Rules run `python -m attnlab...` from this checkout whether or not it is installed.
 sys.path.insert(0, str(SRC))
@@ -35,7 +41,7 @@ from snakemake.cli import parse_config as _snakemake_parse_config  # noqa: E402
 try:
     CONFIG_FILE = attnlab_config.snakemake_config_file(
         workflow.overwrite_configfiles, workflow.config_settings.config, REPO / "config" / "default.yaml",
-        reparse=_snakemake_parse_config)
+        reparse=_snakemake_parse_config, argv=sys.argv)
     config = attnlab_config.load_config(CONFIG_FILE)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None

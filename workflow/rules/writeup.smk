@@ -107,6 +107,8 @@ rule writeup:
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
+        # The manifest is read strictly first: one line names a build.json that is not one, and the fix.
+        "python -m attnlab.pipeline.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
         "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
         "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "

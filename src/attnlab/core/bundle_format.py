@@ -10,13 +10,15 @@ stages the folder and renames it in one step; the reader
 from __future__ import annotations
 
 import hashlib
+import json
 from pathlib import Path, PurePosixPath
 
 BUNDLE_FILE = "bundle.json"
 DATA_FILES = ("curve.csv", "telemetry.npz", "attention.npz")
+SELF_KEY = "content_sha256"  # bundle.json's checksum of its own content (every other key), as the trainer wrote it
 REQUIRED_KEYS = (
     "variant", "lr", "seed", "config", "provenance", "n_params", "best_val_loss", "final_val_loss",
-    "best_val_bpc", "diverged", "wall_time_s", "steps_per_s", "files",
+    "best_val_bpc", "diverged", "wall_time_s", "steps_per_s", "files", SELF_KEY,
 )
 CURVE_COLUMNS = ("step", "train_loss", "val_loss", "elapsed_s")
 
@@ -40,6 +42,20 @@ def format_lr(lr: float) -> str:
 
 def sha256_file(path: Path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def content_digest(summary: dict, default=None) -> str:
+    """The sha256 of a bundle summary's content: every key but SELF_KEY (and the `path` a reader adds), in one
+    canonical JSON form, so a number edited by hand no longer matches what the trainer recorded."""
+    body = {k: v for k, v in summary.items() if k not in (SELF_KEY, "path")}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"), default=default)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def sealed(summary: dict, default=None) -> dict:
+    """The summary as the trainer writes it: plain JSON values, with its own content's checksum under SELF_KEY."""
+    plain = json.loads(json.dumps(summary, default=default))
+    return dict(plain, **{SELF_KEY: content_digest(plain)})
 
 
 def manifest_name_is_inside(name: str) -> bool:

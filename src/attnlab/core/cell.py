@@ -3,13 +3,15 @@ and key/value heads that group its query heads evenly.
 
 JAX-free, so a command line refuses a bad cell before it loads JAX. Each
 command line that trains (attnlab train, python -m attnlab.training.train)
-calls check_cell once; the config loader, the model and the attention
-benchmark share kv_heads_problem.
+calls check_cell once and checks --threads and --checkpoint-dir here; the
+config loader, the model and the attention benchmark share kv_heads_problem.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
+from pathlib import Path
 
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import check_variant
@@ -39,3 +41,24 @@ def kv_heads_problem(kv_heads: int, heads: int) -> str | None:
     divisors = ", ".join(str(d) for d in range(1, heads + 1) if heads % d == 0)
     return (f"kv_heads {kv_heads} does not divide heads {heads}; each key/value head serves a whole group of "
             f"query heads, so pick one of {divisors}")
+
+
+def at_least_one(text: str) -> int:
+    """argparse type of --threads: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of threads, e.g. 1") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+    return value
+
+
+def checkpoint_root_problem(root: Path) -> str:
+    """Why a checkpoint root cannot be used ('' when it can): the filesystem root, or a file."""
+    resolved = Path(root).resolve()
+    if resolved.parent == resolved:
+        return "the filesystem root cannot hold the trainer's folders; pass a folder of its own, e.g. results/checkpoints"
+    if resolved.exists() and not resolved.is_dir():
+        return "is a file, not a folder; pass a folder (it may hold other files) or a path that does not exist yet"
+    return ""

@@ -11,8 +11,6 @@ import copy
 import math
 import os
 import re
-from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 import jsonschema
@@ -23,9 +21,9 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import to_json  # noqa: F401  (re-exported: the slice's wire form)
 from attnlab.core.errors import ConfigError
+from attnlab.core.schema import SCHEMA_NAME, schema  # noqa: F401  (re-exported: the loader's schema)
 from attnlab.core.variants import VARIANTS
 
-SCHEMA_NAME = "config.schema.yaml"
 AUTO = "auto"
 MAX_EXPANDED_NODES = 10_000  # a config expands to far fewer YAML nodes; an alias bomb to far more
 MAX_DEPTH = 32  # configs nest 3 deep; PyYAML's composer recurses, so thousands of levels crash it
@@ -36,15 +34,6 @@ MOVED_TO_PROFILES = {
     "mem_mb": "set `set-resources: {train_cell: {mem_mb: N}}` in a Snakemake profile or pass "
               "--set-resources train_cell:mem_mb=N",
 }
-
-
-@lru_cache(maxsize=1)
-def schema() -> dict:
-    """The config schema, parsed once per process (treat it as read-only).
-
-    libyaml's loader when PyYAML has it: the pure-Python one is a visible share of a no-op dry run."""
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(resources.files("attnlab.core").joinpath(SCHEMA_NAME).read_text(), Loader=loader)
 
 
 def load_config(path: str | Path) -> dict:
@@ -114,13 +103,8 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     for variant in cfg["variants"]:
         if variant not in VARIANTS:
             problems.append(f"variants: unknown variant {variant!r}; valid variants are {', '.join(VARIANTS)}")
-    for variant in cfg["contest"]["lr"]:
-        if variant not in cfg["variants"]:
-            problems.append(f"contest.lr.{variant}: {variant!r} is not in this file's variants "
-                            f"{cfg['variants']}; remove it or add the variant")
-    for variant in cfg["variants"]:
-        if variant not in cfg["contest"]["lr"]:
-            problems.append(f"contest.lr: no learning rate for {variant!r}; give a number or 'auto'")
+    problems += _per_variant_problems(cfg["contest"]["lr"], "contest.lr", cfg["variants"],
+                                      "no learning rate for {!r}; give a number or 'auto'")
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]
     if model["d_model"] % model["heads"]:
         problems.append(f"model.heads: {model['heads']} does not divide model.d_model {model['d_model']}")
@@ -133,17 +117,19 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")
     if isinstance(cfg["sweep"]["lrs"], dict):
-        for variant in cfg["sweep"]["lrs"]:
-            if variant not in cfg["variants"]:
-                problems.append(f"sweep.lrs.{variant}: {variant!r} is not in this file's variants "
-                                f"{cfg['variants']}; remove it or add the variant")
-        for variant in cfg["variants"]:
-            if variant not in cfg["sweep"]["lrs"]:
-                problems.append(f"sweep.lrs: no learning rates for {variant!r}; give it a list (a mapping of "
-                                "sweep.lrs names every variant's LRs)")
+        problems += _per_variant_problems(cfg["sweep"]["lrs"], "sweep.lrs", cfg["variants"],
+                                          "no learning rates for {!r}; give it a list (a mapping of sweep.lrs "
+                                          "names every variant's LRs)")
     problems += _lr_folder_clashes(cfg)
     if problems:
         raise ConfigError(f"{source}: " + "; ".join(problems))
+
+
+def _per_variant_problems(mapping: dict, key: str, variants: list, missing: str) -> list[str]:
+    """A mapping keyed by variant names exactly this file's variants: none unknown, none missing."""
+    problems = [f"{key}.{v}: {v!r} is not in this file's variants {variants}; remove it or add the variant"
+                for v in mapping if v not in variants]
+    return problems + [f"{key}: {missing.format(v)}" for v in variants if v not in mapping]
 
 
 SLICE_SECTIONS = ("data", "model", "train", "telemetry")
@@ -274,8 +260,20 @@ def check_studies(cfg: dict, source: str = "config") -> None:
     """Every study is within max_cells and trains the config's variants, and every point of every study makes a
     valid config (a model the keys allow, a cell that fits this machine), before any compute."""
     problems = []
-    for study in studies_mod.studies(cfg):
+    every = studies_mod.studies(cfg)
+    total = sum(study.size() for study in every)
+    if total > cfg["max_total_cells"]:
+        problems.append(f"studies: {total:,} cells in all, more than max_total_cells {cfg['max_total_cells']:,}; check "
+                        "the studies' axes, or raise max_total_cells if the grid is meant to be that large")
+    for study in every:
         where = study.name if study.name in studies_mod.BUILT_IN else f"studies.{study.name}"
+        if study.name == studies_mod.LADDER:
+            problems += _ladder_problems(study, where)
+        too_long = [text for text in map(studies_mod.point_text, study.points()) if len(text) > MAX_FOLDER_NAME]
+        if too_long:
+            problems.append(f"{where}: a point's folder name would be {len(too_long[0]):,} characters "
+                            f"({too_long[0][:60]}...), more than {MAX_FOLDER_NAME} a file system allows; use shorter "
+                            "values or fewer axes")
         if study.size() > cfg["max_cells"]:
             problems.append(f"{where}: {study.size():,} cells, more than max_cells {cfg['max_cells']:,}; check its "
                             "axes, or raise max_cells if the study is meant to be that large")
@@ -293,12 +291,52 @@ def check_studies(cfg: dict, source: str = "config") -> None:
             check_bounds(resolved, at)
 
 
+MAX_FOLDER_NAME = 200  # a point's folder name: under the 255 bytes most file systems allow, with room to spare
+LADDER_SIZE_KEYS = frozenset({"model.d_model", "model.layers", "model.heads", "model.kv_heads", "model.d_ff",
+                              "model.a3_embed_dim", "train.steps"})
+
+
+def _ladder_problems(study, where: str) -> list[str]:
+    """The scale ladder compares sizes: its points vary only size keys and train.steps, at one LR per variant."""
+    problems = []
+    if study.lrs is not None and len(study.lrs) > 1:
+        problems.append(f"{where}.lrs: a ladder trains each variant at one LR, not {len(study.lrs)}; give one LR "
+                        "(or leave lrs out for each variant's contest LR) and put an LR axis in a study of its own")
+    values: dict[str, set] = {}
+    for point in study.points():
+        for key, value in point:
+            values.setdefault(key, set()).add(to_json(value))
+    varying = sorted(key for key, seen in values.items() if len(seen) > 1 and key not in LADDER_SIZE_KEYS)
+    if varying:
+        problems.append(f"{where}: its points differ in {', '.join(varying)}; a ladder's points differ only in model "
+                        f"size ({', '.join(sorted(k for k in LADDER_SIZE_KEYS if k.startswith('model.')))}) and "
+                        "train.steps: put any other axis in a study of its own")
+    return problems
+
+
 # ---- which file a Snakemake run builds
 
 CONFIG_KEY = "file"  # snakemake --config file=PATH
 
 
-def snakemake_config_file(configfiles, overrides, default: Path, reparse=None) -> Path:
+def config_values_given(argv) -> list[str]:
+    """The KEY=VALUE words a Snakemake command line gives after --config (Snakemake keeps only the last of each
+    key, so two file= values would silently build the second)."""
+    values, taking = [], False
+    for word in map(str, argv or ()):
+        if word == "--config" or word.startswith("--config="):
+            taking = word == "--config"
+            if word.startswith("--config="):
+                values.append(word.split("=", 1)[1])
+            continue
+        if word.startswith("-"):
+            taking = False
+        elif taking:
+            values.append(word)
+    return values
+
+
+def snakemake_config_file(configfiles, overrides, default: Path, reparse=None, argv=None) -> Path:
     """The config file a Snakemake run names, from its --configfile list and its --config values.
 
     `--config file=PATH` hands Snakemake only a path: the file itself is read by load_config alone,
@@ -306,10 +344,15 @@ def snakemake_config_file(configfiles, overrides, default: Path, reparse=None) -
     file itself first (a YAML file marked `__use_yte__: true` is a YTE template, which runs code):
     trusted files only. Neither given: `default`. `overrides` is what Snakemake made of the
     --config values (it parses each as YAML); `reparse`, Snakemake's own parser of them
-    (snakemake.cli.parse_config), checks that its jobs, handed the value again, read the same path.
+    (snakemake.cli.parse_config), checks that its jobs, handed the value again, read the same path;
+    `argv`, the command line, tells a file= given twice (which `overrides` no longer shows).
     """
     configfiles = [str(f) for f in configfiles or ()]
     overrides = dict(overrides or {})
+    named = [v for v in config_values_given(argv) if v.split("=", 1)[0] == CONFIG_KEY]
+    if len(named) > 1:
+        raise ConfigError(f"--config {CONFIG_KEY}= is given {len(named)} times ({', '.join(named)}); Snakemake would "
+                          f"build the last one only: give the config file once")
     others = sorted(str(key) for key in overrides if key != CONFIG_KEY)
     if others:
         raise ConfigError(f"--config {', '.join(f'{k}=...' for k in others)}: --config takes only "
@@ -526,7 +569,11 @@ def parse_yaml(text: str, source: str):
             node = loader.get_single_node()
             if node is None:
                 return None
-            if _expanded_size(node, {}) > MAX_EXPANDED_NODES:
+            memo: dict = {}
+            if _expanded_size(node, memo) > MAX_EXPANDED_NODES:
+                if len(memo) > MAX_EXPANDED_NODES:  # as written, without an alias: simply too many values
+                    raise ConfigError(f"it holds more than {MAX_EXPANDED_NODES:,} values; a config lists tens "
+                                      "of them, and an axis that long is no grid a build could train: shorten it")
                 raise ConfigError(f"its YAML aliases expand to more than {MAX_EXPANDED_NODES:,} values; "
                                   "write the values out instead of nesting aliases")
             return loader.construct_document(node)

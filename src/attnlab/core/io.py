@@ -36,10 +36,11 @@ def atomic_write_text(path: Path, text: str) -> None:
 
 
 def atomic_write_json(path: Path, obj) -> None:
-    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=_jsonable) + "\n")
+    atomic_write_text(path, json.dumps(obj, indent=2, sort_keys=True, default=jsonable) + "\n")
 
 
-def _jsonable(value):
+def jsonable(value):
+    """json's `default` for numpy values: scalars as Python numbers, arrays as lists."""
     import numpy as np
 
     if isinstance(value, np.generic):

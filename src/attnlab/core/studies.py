@@ -21,6 +21,8 @@ import itertools
 import math
 from dataclasses import dataclass
 
+from attnlab.core.schema import schema
+
 CONTEST, SWEEP = "contest", "sweep"
 LADDER = "ladder"  # the study that is the scale ladder: it also gets the ladder's tables, figures and ledger rows
 BUILT_IN = (CONTEST, SWEEP)
@@ -125,18 +127,23 @@ def key_order(key: str) -> tuple:
     """Where a dotted key stands in the schema (model before train, then the order each section lists its keys):
     the order of a point's keys, so the order a config happens to list them in (or a tool that rewrites the
     YAML sorted) moves no cell to another folder and changes no cell's key."""
-    from attnlab.core.config import schema  # the loader imports this module
-
     section, name = key.split(".", 1)
     names = list(schema()["properties"][section].get("properties", {}))
     return SECTIONS.index(section), names.index(name) if name in names else len(names), name
 
 
 def resolved(cfg: dict, overrides) -> dict:
-    """A copy of the config with dotted-key overrides written in: what one point of a study trains with."""
-    out = copy.deepcopy(cfg)
+    """The config with dotted-key overrides written in: what one point of a study trains with.
+
+    Only what the overrides touch is copied (the config's top level and the sections they set), so planning
+    many points costs what their overrides cost, not a copy of the whole config each; the untouched sections
+    are the config's own, shared, and callers only read them.
+    """
+    out = dict(cfg)
     for key, value in overrides:
         section, name = key.split(".", 1)
+        if out[section] is cfg[section]:
+            out[section] = dict(cfg[section])
         out[section][name] = copy.deepcopy(value)
     return out
 

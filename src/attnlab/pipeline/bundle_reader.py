@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, BundleError,
-                                        manifest_name_is_inside, sha256_file)
+from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, SELF_KEY, BundleError,
+                                        content_digest, manifest_name_is_inside, sha256_file)
 
 
 def read_bundle(path: Path) -> dict:
@@ -65,6 +65,9 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
     missing = [key for key in REQUIRED_KEYS if key not in summary]
     if missing:
         raise BundleError(f"bundle file {summary_file} lacks {', '.join(missing)}; delete the folder and rerun")
+    if summary[SELF_KEY] != content_digest(summary):
+        raise BundleError(f"bundle file {summary_file} was changed after training: its content no longer matches "
+                          f"the checksum the trainer recorded ({SELF_KEY}); delete {folder} and rerun that cell")
     files = summary["files"]
     if not isinstance(files, dict):
         raise BundleError(f"bundle file {summary_file}: 'files' is not a mapping; delete the folder and rerun")

@@ -54,6 +54,16 @@ def check_built(workdir: Path, extra: list[str]) -> None:
                          f"`snakemake --cores all {' '.join(extra)}` there first, then time its no-op dry run")
 
 
+def config_args(configfile: Path | None, parser: argparse.ArgumentParser) -> list[str]:
+    """The config as the workflow takes it safely: `--config file=F`, which attnlab's strict loader reads. Never
+    `--configfile F`: Snakemake would parse that file itself first (a YTE template in it runs as code)."""
+    if configfile is None:
+        return []
+    if not configfile.is_file():
+        parser.error(f"--configfile {configfile}: no such file; give the config the workspace was built with")
+    return ["--config", f"file={configfile.resolve()}"]
+
+
 def at_least_one(text: str) -> int:
     """argparse type of --runs: a median needs at least one run."""
     try:
@@ -72,7 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--configfile", type=Path, default=None, help="the config it was built with")
     parser.add_argument("--runs", type=at_least_one, default=7, help="timed runs of each command (at least 1)")
     args = parser.parse_args(argv)
-    extra = ["--configfile", str(args.configfile)] if args.configfile else []
+    if not args.workdir.is_dir():
+        parser.error(f"--workdir {args.workdir}: no such folder; give a built workspace")
+    extra = config_args(args.configfile, parser)
     check_built(args.workdir, extra)
     times = {"project": [], "floor": [], "version": []}
     with tempfile.TemporaryDirectory(prefix="attnlab-dry-run-floor-") as tmp:

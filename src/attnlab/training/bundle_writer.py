@@ -23,9 +23,10 @@ from pathlib import Path, PurePosixPath
 
 import numpy as np
 
-from attnlab.core.bundle_format import BUNDLE_FILE, CURVE_COLUMNS, DATA_FILES, manifest_name_is_inside, sha256_file
+from attnlab.core.bundle_format import (BUNDLE_FILE, CURVE_COLUMNS, DATA_FILES, manifest_name_is_inside, sealed,
+                                        sha256_file)
 from attnlab.core.errors import ConfigError
-from attnlab.core.io import atomic_write_json
+from attnlab.core.io import atomic_write_json, jsonable
 from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
 
 NOTHING_TRAINED = "nothing was trained"
@@ -119,7 +120,7 @@ def write_bundle(out: Path, summary: dict, curve: list, telemetry: dict, attenti
             files = {name: sha256_file(staging / name) for name in DATA_FILES}
             files |= {str(f.relative_to(staging)): sha256_file(f)
                       for f in sorted((staging / "params").rglob("*")) if f.is_file()}
-            atomic_write_json(staging / BUNDLE_FILE, dict(summary, files=files))
+            atomic_write_json(staging / BUNDLE_FILE, sealed(dict(summary, files=files), default=jsonable))
         # still only ours to replace? (a user may have added a file while the cell trained)
         check_out_dir(out, summary["variant"], summary["lr"], summary["seed"],
                       outcome=f"the new bundle was not written and {out} is as it was")

@@ -34,9 +34,11 @@ class ResumeCheckpoints:
         self._lock = None
         if self.directory is None:
             return
-        if not self.root.exists():
+        try:  # trainers that start together race here: the first makes the root, the others find it
             self.root.mkdir(parents=True)
             (self.root / ROOT_MARKER).touch()  # made by the trainer: removed again once it holds nothing else
+        except FileExistsError:
+            pass
         try:
             self._lock = FolderLock(self.directory, "--checkpoint-dir")
             self._lock.acquire()  # before looking at the folder: another trainer may be writing it
@@ -145,14 +147,15 @@ class ResumeCheckpoints:
         self._tidy_root()
 
     def _tidy_root(self) -> None:
-        """Remove root if the trainer made it and it holds nothing but its marker."""
+        """Remove root if the trainer made it and it holds nothing but its marker. Trainers ending together may
+        tidy at once: whichever comes second finds the marker or the root gone, which is the same end."""
         marker = self.root / ROOT_MARKER
-        if marker.is_file() and [p.name for p in self.root.iterdir()] == [ROOT_MARKER]:
-            marker.unlink()
-            try:
+        try:
+            if marker.is_file() and [p.name for p in self.root.iterdir()] == [ROOT_MARKER]:
+                marker.unlink(missing_ok=True)
                 os.rmdir(self.root)
-            except OSError:
-                pass
+        except OSError:  # gone already, or another trainer put its folder there meanwhile: it stays
+            pass
 
 
 def save_params(directory: Path, params) -> None:

@@ -34,7 +34,7 @@ import numpy as np
 from flax import nnx
 
 from attnlab.core.bundle_format import cell_dir
-from attnlab.core.cell import check_cell
+from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
 from attnlab.core.config_types import model_config, telemetry_config, to_json, train_config
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
@@ -85,10 +85,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-dir", type=Path, default=None,
                         help="root of resumable checkpoints; the cell's own folder is made and removed inside it")
     parser.add_argument("--compile-cache", type=Path, default=None, help="JAX persistent compilation cache")
-    parser.add_argument("--threads", type=int, default=1, help="CPU threads (the rule passes its threads:)")
+    parser.add_argument("--threads", type=at_least_one, default=1, help="CPU threads (the rule passes its threads:)")
     parser.add_argument("--watch-pid", type=int, default=None,
                         help="exit when this process (the Snakemake that started the job) is gone")
     args = parser.parse_args(argv)
+    if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
+        parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
     configure_runtime(args.threads, args.compile_cache)
     if args.watch_pid:
         exit_with_parent(args.watch_pid)

@@ -10,13 +10,15 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, posts_lr, table_of, untestable
 from attnlab.pipeline.statistics import describe, every, one_sided
 
+RULE = pp.Rule("(a control no post runs)", "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
+               "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",
+               "both above 0", "the claim's direction", (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+
 
 def a3_gain_is_per_token(t, pub, protocol) -> Claim:
     claim = Claim(BEYOND, "A3's gain over softmax is its per-token temperature: a learned per-head temperature "
                   "(softmax_t, the same start) does not close it",
-                  "per contest seed, each variant at its contest LR: softmax − A3 (A3's gain) above 0, and "
-                  "softmax_t − A3 (what a per-head temperature leaves of it) above 0; needs: "
-                  + "; ".join(RULE.needs), "–", "not in the posts", "")
+                  RULE.text(), "–", "not in the posts", "")
     table = table_of(t, "a3_vs_temperature")
     needed = {"seed", "softmax_best_val", "a3_best_val", "softmax_t_best_val"}
     if table.empty or not needed <= set(table.columns) or table[list(needed)].isna().all().any():
@@ -49,7 +51,3 @@ def a3_gain_is_per_token(t, pub, protocol) -> Claim:
                  else "a per-head temperature does as well as A3" if left.mean <= 0 else "")
     return at_protocol(claim, protocol, pp.conditions(t, RULE, ["softmax", "a3", "softmax_t"]), direction)
 
-
-RULE = pp.Rule("(a control no post runs)", "softmax − A3 and softmax_t − A3 best validation loss, paired by contest "
-               "seed, each at its contest LR", "both above 0", "the claim's direction",
-               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))

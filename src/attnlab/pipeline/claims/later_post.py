@@ -10,6 +10,10 @@ from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, cont
                                             contest_row, judged, untestable)
 from attnlab.pipeline.statistics import describe, one_sided
 
+RULE = pp.Rule("a softmax over the kernel trains better than its l1 normalisation", "yat_b_exp − yat_b best "
+               "validation loss, paired by contest seed, each at its contest LR", "below 0", "the post's direction",
+               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+
 
 def softmax_over_kernel(t, pub, protocol) -> Claim:
     entries = {e["variant"]: e for e in pub["contest"] if e["variant"] in ("yat_b", "yat_b_exp")}
@@ -33,7 +37,3 @@ def softmax_over_kernel(t, pub, protocol) -> Claim:
     return at_protocol(claim, protocol, pp.conditions(t, RULE, ["yat_b_exp", "yat_b"]),
                        f"the l1 normaliser trains better: {estimate.mean:+.4f} nats")
 
-
-RULE = pp.Rule("a softmax over the kernel trains better than its l1 normalisation", "yat_b_exp − yat_b best "
-               "validation loss, paired by contest seed, each at its contest LR", "below 0", "the post's direction",
-               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))

@@ -17,6 +17,7 @@ from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
 from attnlab.pipeline.tables import display
+from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
 
@@ -83,18 +84,24 @@ def reading(low: float, high: float) -> str:
 
 
 def still_improving(runs: pd.DataFrame) -> str:
-    """A sentence when the cells' best validation loss came at their last evaluation (still improving)."""
-    if runs.empty or "best_step" not in runs or "config.train.steps" not in runs:
+    """A sentence on the cells still improving when training stopped (runs.csv's `improving`, the plateau rule
+    the ledger's preconditions use), and how many reached their best loss at their last evaluation."""
+    if runs.empty or "improving" not in runs:
         return ""
-    last = runs.best_step.astype(float) >= runs["config.train.steps"].astype(float)
-    if last.all():
-        return (f"Every one of the {len(runs)} trained cells reached its best validation loss at its last "
-                "evaluation: the models were still improving when training stopped, so these rankings are of "
-                "models that had not finished learning.")
-    if last.any():
-        return (f"{int(last.sum())} of the {len(runs)} trained cells reached their best validation loss at their "
-                "last evaluation (still improving when training stopped).")
-    return ""
+    cells = runs[~runs.diverged.fillna(False).astype(bool)] if "diverged" in runs else runs
+    improving = int(cells.improving.fillna(False).astype(bool).sum())
+    last = ""
+    if {"best_step", "config.train.steps"} <= set(cells.columns):
+        at_end = int((cells.best_step.astype(float) >= cells["config.train.steps"].astype(float)).sum())
+        last = f"; {at_end} of them reached their best validation loss at their last evaluation"
+    if not improving:
+        return f"None of the {len(cells)} cells that trained was still improving when training stopped{last}."
+    gain = float(cells[cells.improving.fillna(False).astype(bool)].late_gain.median()) if "late_gain" in cells else None
+    return (f"{improving} of the {len(cells)} cells that trained were still improving when training stopped (their "
+            f"last {LATE_SHARE:.0%} of training lowered the best validation loss by more than "
+            f"{PLATEAU_TOLERANCE:.1%}" + (f"; the median by {gain:.1%}" if gain is not None else "") + f"){last}. "
+            "These rankings are of models that had not finished learning, and the ledger holds back every claim "
+            "about trained models.")
 
 
 # ---- the learning-rate sweep

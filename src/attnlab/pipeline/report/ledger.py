@@ -28,7 +28,7 @@ VERDICT_CLASSES = ((statistics.HOLDS_BY_CONSTRUCTION, "construction"),
 EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE, statistics.NOT_TESTABLE)
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
-BADGE_WIDTH = "11em"  # "contradicted by construction" in two lines of bold, and the cell padding
+BADGE_WIDTH = "15em"  # "contradicted by construction" in bold on one line, and the cell padding
 LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).

@@ -50,7 +50,6 @@ span.verdict.fails { color: #ffffff; background: #b3261e; }
 span.verdict.untested { color: #444; background: #eee; }
 span.verdict.construction { color: #1c3d6e; background: #e3ecf8; }
 span.verdict.construction-fails { color: #6e1c3d; background: #f3e3ec; }
-span.verdict.construction, span.verdict.construction-fails { white-space: normal; }
 span.resolution, span.post { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
 ol.references li { margin-bottom: 0.3em; }
 @media print {

@@ -23,10 +23,10 @@ from attnlab.pipeline.tables.display import (SEED_MEAN_LABEL, a3_vs_temperature_
                                              best_lr_display, contest_display, normswap_display, sweep_display,
                                              write_table)
 from attnlab.pipeline.tables.runs import load_runs
-from attnlab.pipeline.tables.sweep import best_sweep_lr, sweep_table
+from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_table
 from attnlab.pipeline.tables.telemetry import a3_init_table, a3_vs_softmax_table
 
 __all__ = ["a3_init_table", "a3_vs_softmax_table", "a3_vs_temperature_display", "a3_vs_temperature_table",
            "best_lr_display", "best_lr_table", "best_sweep_lr", "check_bundles", "check_expected", "collect",
            "contest_display", "contest_table", "load_runs", "main", "normswap_display", "normswap_table",
-           "params_table", "SEED_MEAN_LABEL", "sweep_display", "sweep_table", "write_table"]
+           "grid_edge", "params_table", "SEED_MEAN_LABEL", "sweep_display", "sweep_table", "write_table"]

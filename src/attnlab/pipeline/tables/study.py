@@ -67,19 +67,21 @@ def study_table(cells: list[tuple[CellKey, dict]], at_contest_lr: bool = False) 
     first_point = cells[0][0].point if cells else ()
 
     def losses(point, variant, lr=None) -> dict[int, float]:
+        """seed -> best validation loss of the cells that trained (a diverged cell enters no comparison)."""
         return {key.seed: float(b["best_val_loss"]) for (p, v, at), group in groups.items()
-                if p == point and v == variant and (lr is None or at == lr) for key, b in group}
+                if p == point and v == variant and (lr is None or at == lr) for key, b in group
+                if not b.get("diverged")}
 
     rows = []
     for (point, variant, lr), group in groups.items():
         own = losses(point, variant, lr)
         versus_base = statistics.paired(own, losses(point, BASELINE, None if at_contest_lr else lr))
         versus_first = statistics.paired(own, losses(first_point, variant, lr))
-        best = np.array([float(b["best_val_loss"]) for _, b in group])
+        best = np.array([float(b["best_val_loss"]) for _, b in group if not b.get("diverged")] or [np.nan])
         key = group[0][0]
         rows.append({
             "study": key.study, **key.axes, "variant": variant, "lr": lr, "n_seeds": len(group),
-            "seeds": " ".join(str(s) for s in sorted(k.seed for k, _ in group)),
+            "seeds": " ".join(str(s) for s in sorted(k.seed for k, b in group if not b.get("diverged"))),
             "best_val_mean": best.mean(), "best_val_std": best.std(ddof=0),
             "n_diverged": sum(bool(b["diverged"]) for _, b in group), "n_params": int(group[0][1]["n_params"]),
             "delta_vs_softmax": versus_base.mean, "delta_ci_low": versus_base.low,
