@@ -64,7 +64,7 @@ def the_grid() -> dict:
     return grid(validate_config(tiny()))
 
 
-def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", lr=3e-3, seed=0) -> Path:
+def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", lr=3e-3, seed=0, **scalars) -> Path:
     """A small, whole bundle (every listed file hashed) with what the tables read from a softmax contest cell."""
     folder = cell_dir(root, variant, lr, seed)
     (folder / "params").mkdir(parents=True)
@@ -82,7 +82,7 @@ def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", l
         "telemetry": {"max_score_per_layer": [5.0], "mean_max_score_per_layer": [4.0],
                       "entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3,
                                   "mean_per_layer_head": [[0.6, 0.6]], "mean_per_layer": [0.6]}},
-        "files": files,
+        "files": files, **scalars,
     }
     (folder / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
     return folder
@@ -425,3 +425,13 @@ def test_installing_another_version_of_a_locked_package_reruns_the_writeup(smoke
     planned = pending(smoke_workspace, corpus_path, "config/smoke.yaml",
                       env={"PYTHONPATH": f"{site}{os.pathsep}{smoke_workspace / 'src'}"})
     assert planned == {"writeup"}
+
+
+@pytest.mark.parametrize("value", [float("nan"), float("inf")])
+def test_a_bundle_with_a_non_finite_loss_that_says_it_did_not_diverge_stops_collection(tmp_path, value):
+    folder = make_bundle(tmp_path / "runs", tiny(), best_val_loss=value)
+    with pytest.raises(BundleError, match="best_val_loss .* is not a finite number, while its diverged flag is false"):
+        load_runs([folder])
+    diverged = make_bundle(tmp_path / "other", tiny(), best_val_loss=value, diverged=True, diverged_step=3)
+    runs, _ = load_runs([diverged])
+    assert bool(runs.diverged.iloc[0])  # a diverged cell may hold any loss: it is counted, never judged
