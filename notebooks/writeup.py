@@ -211,7 +211,8 @@ show_figure("score_orbit")
 # %%
 if "scalars" in SHOWN:
     show_table(shown("scalars", tables["scalars"]),
-               "yat_b's learned scalars over layers and heads (seed means; unitless; each run's own range is in the text below).", "scalars")
+               "yat_b's learned scalars over layers and heads (seed means; unitless; each run's own range is in "
+               "the text below).", "scalars")
 say(telemetry.scalars_results(tables["scalars"]))
 show_figure("scalars")
 

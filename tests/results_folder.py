@@ -56,7 +56,8 @@ def runs_table(protocol: str) -> pd.DataFrame:
                      "provenance.python": "3.11.7", "provenance.packages.jax": "0.10.2",
                      "provenance.packages.flax": "0.12.8", "provenance.device.kind": "gpu",
                      "provenance.device.count": 1, "provenance.platform": "Linux-x86_64",
-                     "provenance.slurm_job_id": np.nan, "steps_per_s": 20.0 - (1.5 if variant == "a3" else 0) + 0.1 * seed,
+                     "provenance.slurm_job_id": np.nan,
+                     "steps_per_s": 20.0 - (1.5 if variant == "a3" else 0) + 0.1 * seed,
                      "late_gain": 0.001, "improving": False,
                      "study": "contest sweep" if (lr == CONTEST_LR[variant] and seed == 0) else
                      ("contest" if lr == CONTEST_LR[variant] else "sweep")})
@@ -94,7 +95,8 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
         ok = sweep[(sweep.variant == variant) & ~sweep.diverged]
         row = ok.loc[ok.best_val_loss.idxmin()]
         c = contest_t.set_index("variant").loc[variant]
-        best.append({"variant": variant, "best_lr": row.lr, "lr_edge": "", "n_sweep_seeds": 1, "best_val_mean": row.best_val_loss,
+        best.append({"variant": variant, "best_lr": row.lr, "lr_edge": "", "n_sweep_seeds": 1,
+                     "best_val_mean": row.best_val_loss,
                      "delta_vs_softmax": row.best_val_loss - LOSS["softmax"], "delta_ci_low": np.nan,
                      "delta_ci_high": np.nan, "wins": "0/1", "n_paired": 1, "gap_vs_softmax": 0.01,
                      "gap_ci_low": np.nan, "gap_ci_high": np.nan, "interval_note": statistics.ONE_SEED,

@@ -162,7 +162,8 @@ def test_the_fix_names_this_builds_snakemake_command(tmp_path, monkeypatch):
 
 def test_many_stale_bundles_are_counted_and_every_one_is_in_the_fix(tmp_path):
     root = tmp_path / "runs"
-    folders = [make_bundle(root, the_slice(), code="0" * 16, lr=lr) for lr in (1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 7e-3)]
+    lrs = (1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3, 7e-3)
+    folders = [make_bundle(root, the_slice(), code="0" * 16, lr=lr) for lr in lrs]
     with pytest.raises(BundleError) as err:
         check_expected(bundles_of(*folders), expectation(root))
     message = str(err.value)

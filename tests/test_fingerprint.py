@@ -20,7 +20,8 @@ from conftest import REPO
 MODULES = {
     "attnlab/__init__.py": "",
     "attnlab/top.py": '"""Top."""\nfrom attnlab import helper\n\n\ndef run():\n    return helper.twice(2)\n',
-    "attnlab/helper.py": 'import yaml\n\nTABLE = "table.yaml"\n\n\ndef twice(x):\n    """Double."""\n    return 2 * x\n',
+    "attnlab/helper.py": ('import yaml\n\nTABLE = "table.yaml"\n\n\n'
+                          'def twice(x):\n    """Double."""\n    return 2 * x\n'),
     "attnlab/table.yaml": "a: 1\ndescription: words\n",
     "attnlab/unused.py": "X = 1\n",
 }
@@ -239,7 +240,8 @@ def test_only_the_variant_registry_imports_computed_names():
 def test_a_json_file_the_code_reads_counts_by_its_content(src):
     add(src, {"attnlab/weights.json": '{"a": 1, "b": [1, 2]}\n',
               "attnlab/reader.py": "import json\nfrom pathlib import Path\n\n\n"
-                                   "def weights():\n    return json.loads((Path(__file__).parent / 'weights.json').read_text())\n"})
+                                   "def weights():\n"
+                                   "    return json.loads((Path(__file__).parent / 'weights.json').read_text())\n"})
     before = fp(src, "attnlab.reader")
     assert fingerprint.data_files("attnlab.reader", src=src) == {"weights.json": src / "attnlab/weights.json"}
     edit(src / "attnlab/weights.json", '{\n  "b": [1, 2],\n  "a": 1\n}\n')  # layout and key order only

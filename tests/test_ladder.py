@@ -205,7 +205,8 @@ def test_the_kernel_gap_closes_for_yat_and_is_inconclusive_for_a_flat_yat_b():
 def test_a_trend_needs_two_rungs_and_a_ladder():
     one = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(0.04, rungs=1)}, PUB, "synthetic")
     assert one.verdict.startswith("not testable") and "two" in one.interval
-    assert [c.verdict for c in scale.scale_claims({}, PUB, "default")] == ["not testable at default"] * len(scale.TRENDS)
+    verdicts = [c.verdict for c in scale.scale_claims({}, PUB, "default")]
+    assert verdicts == ["not testable at default"] * len(scale.TRENDS)
 
 
 # ---- each claim at each rung

@@ -23,7 +23,8 @@ from attnlab.core.config import ConfigError, cell_slice, load_config, validate_c
 from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
-from processes import QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args, wait_for
+from processes import (QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args,
+                       wait_for)
 from workspace import make_workspace
 
 CURVE_NUMBERS = ["step", "train_loss", "val_loss"]  # elapsed_s is wall clock, never reproducible

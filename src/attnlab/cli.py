@@ -42,7 +42,7 @@ def main(argv: list[str] | None = None) -> int:
     t.add_argument("--checkpoint-dir", type=Path, default=None,
                    help="root of resumable checkpoints; this cell's own folder is made and removed inside it")
     t.add_argument("--compile-cache", type=Path, default=Path("results/jax-cache"))
-    t.add_argument("--threads", type=at_least_one, default=1, help="CPU threads for XLA (default 1)")
+    t.add_argument("--threads", type=at_least_one("threads"), default=1, help="CPU threads for XLA (default 1)")
 
     f = sub.add_parser("fetch", help="download (or copy a local) corpus and verify its sha256")
     f.add_argument("--config", required=True, type=Path)

@@ -43,22 +43,27 @@ def kv_heads_problem(kv_heads: int, heads: int) -> str | None:
             f"query heads, so pick one of {divisors}")
 
 
-def at_least_one(text: str) -> int:
-    """argparse type of --threads: a whole number of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of threads, e.g. 1") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
-    return value
+def at_least_one(noun: str, example: int = 1):
+    """An argparse type for a count of `noun` (threads, runs): a whole number of at least 1."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of {noun}, e.g. {example}") from None
+        if value < 1:
+            raise argparse.ArgumentTypeError(f"must be at least 1, not {value}")
+        return value
+
+    parse.__name__ = f"count of {noun}"  # argparse names the type by it in its messages
+    return parse
 
 
 def checkpoint_root_problem(root: Path) -> str:
     """Why a checkpoint root cannot be used ('' when it can): the filesystem root, or a file."""
     resolved = Path(root).resolve()
     if resolved.parent == resolved:
-        return "the filesystem root cannot hold the trainer's folders; pass a folder of its own, e.g. results/checkpoints"
+        return ("the filesystem root cannot hold the trainer's folders; pass a folder of its own, e.g. "
+                "results/checkpoints")
     if resolved.exists() and not resolved.is_dir():
         return "is a file, not a folder; pass a folder (it may hold other files) or a path that does not exist yet"
     return ""

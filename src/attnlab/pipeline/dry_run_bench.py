@@ -17,6 +17,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from attnlab.core.cell import at_least_one
+
 FLOOR_SNAKEFILE = """rule all:
     input: "out.txt"
 
@@ -64,23 +66,13 @@ def config_args(configfile: Path | None, parser: argparse.ArgumentParser) -> lis
     return ["--config", f"file={configfile.resolve()}"]
 
 
-def at_least_one(text: str) -> int:
-    """argparse type of --runs: a median needs at least one run."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number; give a count of runs, e.g. 7") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1 (a median needs one run), not {value}")
-    return value
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="attnlab bench --dry-run", description=__doc__)
     parser.add_argument("--dry-run", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, default=Path("."), help="a built workspace (default: here)")
     parser.add_argument("--configfile", type=Path, default=None, help="the config it was built with")
-    parser.add_argument("--runs", type=at_least_one, default=7, help="timed runs of each command (at least 1)")
+    parser.add_argument("--runs", type=at_least_one("runs", 7), default=7,
+                        help="timed runs of each command (at least 1)")
     args = parser.parse_args(argv)
     if not args.workdir.is_dir():
         parser.error(f"--workdir {args.workdir}: no such folder; give a built workspace")

@@ -170,7 +170,8 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
 def count_text(k: int, n: int, event: str) -> str:
     """'diverged on 2 of 3 seeds (share 95% CI [0.09, 0.99], exact binomial)'."""
     low, high = count_interval(k, n)
-    return f"{event} on {k} of {n} seed{'s' if n != 1 else ''} (share {CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}], exact binomial)"
+    return (f"{event} on {k} of {n} seed{'s' if n != 1 else ''} (share {CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}], "
+            "exact binomial)")
 
 
 def slope_with_seed_effect(points: Mapping) -> Estimate:

@@ -198,7 +198,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true",
                         help="instead: time a no-op `snakemake -n` of a built workspace against Snakemake's own "
                              "floor, without JAX (its options: attnlab bench --dry-run --help)")
-    parser.add_argument("--quick", action="store_true", help="fewer timed steps (minutes, not the full run's quarter hour)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer timed steps (minutes, not the full run's quarter hour)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--corpus", type=Path, default=None, help="token source (default: random tokens)")

@@ -85,7 +85,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--checkpoint-dir", type=Path, default=None,
                         help="root of resumable checkpoints; the cell's own folder is made and removed inside it")
     parser.add_argument("--compile-cache", type=Path, default=None, help="JAX persistent compilation cache")
-    parser.add_argument("--threads", type=at_least_one, default=1, help="CPU threads (the rule passes its threads:)")
+    parser.add_argument("--threads", type=at_least_one("threads"), default=1,
+                        help="CPU threads (the rule passes its threads:)")
     parser.add_argument("--watch-pid", type=int, default=None,
                         help="exit when this process (the Snakemake that started the job) is gone")
     args = parser.parse_args(argv)

@@ -132,7 +132,8 @@ def ablation_untames(t, pub, protocol) -> Claim:
     ab = pub["ablation"]
     mixed, matched = ab["mixed_lr"], ab["matched_lr"]
     claim = Claim(KERNEL_POST, "the b = 0 ablation raises the max score several-fold against learned b",
-                  ABLATION_RULE.text(), "–", f"{mixed['ratio']:.1f}× mixed LRs (yat {posts_lr(mixed['yat']['lr'])} {mixed['yat']['max']:,} / "
+                  ABLATION_RULE.text(), "–",
+                  f"{mixed['ratio']:.1f}× mixed LRs (yat {posts_lr(mixed['yat']['lr'])} {mixed['yat']['max']:,} / "
                   f"yat_b {posts_lr(mixed['yat_b']['lr'])} {mixed['yat_b']['max']:,}); "
                   f"≈{matched['ratio']:.1f}× at matched {posts_lr(matched['lr'])} "
                   f"({matched['yat']['max']:,} / {matched['yat_b']['max']:,})", "")

@@ -91,7 +91,8 @@ def diverged_note(tables: dict[str, pd.DataFrame]) -> str:
             cells = runs[(runs.variant == row.variant) & runs.diverged.fillna(False).astype(bool)
                          & contract.at_lr(runs, row.lr)]
             steps = ", ".join(str(int(s)) for s in cells.diverged_step.dropna())
-        parts.append(f"{row.variant} {int(row.n_diverged)} of {int(row.n_seeds)}" + (f" (at step {steps})" if steps else ""))
+        parts.append(f"{row.variant} {int(row.n_diverged)} of {int(row.n_seeds)}"
+                     + (f" (at step {steps})" if steps else ""))
     return "contest cells that diverged and enter no comparison: " + "; ".join(parts)
 
 

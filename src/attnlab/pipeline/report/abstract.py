@@ -151,7 +151,8 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
     tested = (f"This report retrains the attention score functions of two blog posts, {_posts()}, as "
               f"character-level GPTs on tinyshakespeare that differ only in how a query and a key become an "
               f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the "
-              f"{len(ledger)} claims of its ledger (the posts' and this project's controls) against the runs. {build.protocol_text(runs, contest)}")
+              f"{len(ledger)} claims of its ledger (the posts' and this project's controls) against the runs. "
+              f"{build.protocol_text(runs, contest)}")
     found = " ".join(filter(None, [findings(contest), improving(runs)]))
     verdicts = " ".join(filter(None, [
         f"Of the {len(ledger)} claims at <code>{name}</code>, {tally(ledger)}.", settled(ledger),

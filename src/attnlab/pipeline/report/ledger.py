@@ -28,7 +28,7 @@ VERDICT_CLASSES = ((statistics.HOLDS_BY_CONSTRUCTION, "construction"),
 EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE, statistics.NOT_TESTABLE)
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
-BADGE_WIDTH = "15em"  # "contradicted by construction" in bold on one line, and the cell padding
+BADGE_WIDTH = "13em"  # "by construction ✗" in bold on one line, and the cell padding
 LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
@@ -62,10 +62,17 @@ def verdict_kind(verdict: str) -> tuple[str, str]:
     return str(verdict), "untested"
 
 
+# A badge's words: the two construction verdicts as "by construction" with a tick or a cross, short enough to
+# stay on one line in print; the full verdict is the badge's title and stands in the ledger's CSV.
+BADGE_WORDS = {statistics.HOLDS_BY_CONSTRUCTION: "by construction ✓",
+               statistics.CONTRADICTED_BY_CONSTRUCTION: "by construction ✗"}
+
+
 def badge(verdict: str) -> str:
     """The verdict as a coloured badge of its kind ('not testable'; the caption names the protocol)."""
     kind, css = verdict_kind(verdict)
-    return f'<span class="verdict {css}" title="{html.escape(str(verdict), quote=True)}">{html.escape(kind)}</span>'
+    words = BADGE_WORDS.get(kind, kind)
+    return f'<span class="verdict {css}" title="{html.escape(str(verdict), quote=True)}">{html.escape(words)}</span>'
 
 
 # ---- the posts
@@ -166,8 +173,8 @@ def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -
              "*inconclusive at* the protocol when a precondition of the claim's protocol failed (each variant at "
              "its own best LR, that LR inside its sweep grid, cells trained to a plateau), whatever the interval "
              "says; the row then gives the data's lean. *Not testable* means this protocol cannot express the "
-             "claim. *Holds* or *contradicted by construction* means the model's construction settles it, not "
-             "an experiment.")
+             "claim. *Holds* or *contradicted by construction* (badges *by construction ✓* and *✗*) means the "
+             "model's construction settles it, not an experiment.")
     if not comparable:
         text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
                  "contradicted at this protocol; it does not refute the published number.")

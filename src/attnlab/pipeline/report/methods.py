@@ -50,7 +50,8 @@ def build_protocol_values(runs: pd.DataFrame, params: pd.DataFrame, contest: pd.
         "characters trained on": f"{steps * batch * block:,}",
         "evaluations": f"every {every:,} steps ({steps // every + 1:,})",
         "characters per evaluation": f"{batches * batch * block:,} ({plural(batches, 'batch', 'batches')})",
-        "dropout / weight decay": f"{float(_first(runs, 'model.dropout')):g} / {float(_first(runs, 'train.weight_decay')):g}",
+        "dropout / weight decay": (f"{float(_first(runs, 'model.dropout')):g} / "
+                                   f"{float(_first(runs, 'train.weight_decay')):g}"),
         "LR sweep": sweep_text,
         "contest seeds": ", ".join(seeds) or "–",
     }
