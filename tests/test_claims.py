@@ -507,7 +507,7 @@ def _sweep(variant, losses, diverged=(), seeds=(0,)):
 
 def test_softmax_dies_at_high_lr_is_a_count_of_seeds_with_an_exact_interval():
     six = tuple(range(6))
-    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.50, 1e-2: 2.58}, seeds=six)
+    dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.51, 1e-2: 2.58}, seeds=six)  # a 2% band where it lives
     claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies)
     assert claim.verdict == HOLDS and "died at 1e-2 on 6 of 6 seeds" in claim.measured
     assert "exact binomial" in claim.interval

@@ -367,7 +367,10 @@ def test_best_lr_table_pairs_over_the_sweep_seeds_and_says_when_it_has_no_interv
 def test_identical_differences_are_degenerate_evidence_not_a_zero_width_interval():
     estimate = statistics.paired({0: 1.54, 1: 1.55}, {0: 1.50, 1: 1.51})
     assert not estimate.has_interval and estimate.reason == statistics.ZERO_SPREAD
-    assert statistics.one_sided(estimate, 0.0, above=True).word == INCONCLUSIVE
+    verdict = statistics.one_sided(estimate, 0.0, above=True)
+    assert verdict.word == INCONCLUSIVE and "one seed" not in verdict.resolution
+    same = statistics.mean_interval([0.2, 0.2, 0.2])  # a float std of equal numbers is not always exactly 0
+    assert not same.has_interval and same.reason == statistics.ZERO_SPREAD
 
 
 def test_a_count_of_events_gets_the_exact_binomial_interval():

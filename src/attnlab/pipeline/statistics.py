@@ -28,6 +28,8 @@ CONFIDENCE = 0.95
 ONE_SEED = "one seed: no interval"
 NO_SEED = "no seed to compare"
 ZERO_SPREAD = "the seeds' values are identical: zero spread is degenerate evidence, not an interval"
+TOO_FEW_POINTS = "too few points for an interval (a trend needs more rungs than seeds plus one)"
+NOISE_RESOLUTION = "one seed: more seeds would give an interval of their own"
 STABLE_MARGIN = 2.0  # a verdict is stable when its interval's half-width is at most 1/STABLE_MARGIN of its clearance
 MAX_SEEDS = 1000  # beyond this many seeds, "more than" is all that is said
 
@@ -79,6 +81,8 @@ class Estimate:
             return ""
         if self.n >= 2 and self.spread == 0:
             return ZERO_SPREAD
+        if self.n >= 2:
+            return TOO_FEW_POINTS
         return ONE_SEED if self.n == 1 else NO_SEED
 
     @property
@@ -117,7 +121,8 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
     if n == 0:
         return Estimate(math.nan, math.nan, math.nan, 0, (), (), math.nan, math.nan, ratio, wins)
     center = float(working.mean())
-    spread = float(working.std(ddof=1)) if n >= 2 else math.nan
+    # identical values are zero spread exactly (a float std of equal numbers can come out 1e-17, not 0)
+    spread = (0.0 if np.ptp(working) == 0 else float(working.std(ddof=1))) if n >= 2 else math.nan
     low, high = interval(center, spread, n)
     back = np.exp if ratio else (lambda x: x)
     values = tuple(float(v) for v in back(working))
@@ -160,6 +165,8 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
         return Verdict(HOLDS)
     if high < share:
         return Verdict(CONTRADICTED)
+    if k / n == share:
+        return Verdict(INCONCLUSIVE, "", math.inf)
     for m in range(n + 1, MAX_SEEDS + 1):
         lo, hi = count_interval(round(k / n * m), m)
         if lo > share or hi < share:
@@ -206,8 +213,8 @@ def slope_with_seed_effect(points: Mapping) -> Estimate:
     if se == 0:
         return Estimate(slope, math.nan, math.nan, len(seeds), seeds, (slope,), slope, 0.0)
     low, high = stats.t.interval(CONFIDENCE, df, loc=slope, scale=se)
-    return Estimate(slope, float(low), float(high), max(len(seeds), 2), seeds, (slope,), slope,
-                    se * math.sqrt(len(seeds)))
+    return Estimate(slope, float(low), float(high), len(seeds), seeds, (slope,), slope, se * math.sqrt(len(seeds)),
+                    noise=f"a regression of {len(x)} points on {df} residual degrees of freedom")
 
 
 def interval(center: float, spread: float, n: int) -> tuple[float, float]:
@@ -288,12 +295,13 @@ def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
         return Verdict(INCONCLUSIVE, NO_SEED)
     if not estimate.has_interval:
         side = "on" if (estimate.mean > threshold) == above else "against"
-        return Verdict(INCONCLUSIVE, estimate.reason, side=f"the one seed falls {side} the claim's side")
+        return Verdict(INCONCLUSIVE, estimate.reason,
+                       side=f"the one seed falls {side} the claim's side" if estimate.n == 1 else "")
     if (estimate.low > threshold) if above else (estimate.high < threshold):
         return Verdict(HOLDS)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
         return Verdict(CONTRADICTED)
-    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate, threshold))
+    return _open(estimate, threshold)
 
 
 def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
@@ -302,12 +310,20 @@ def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
         return Verdict(INCONCLUSIVE, NO_SEED)
     if not estimate.has_interval:
         side = "inside" if low <= estimate.mean <= high else "outside"
-        return Verdict(INCONCLUSIVE, estimate.reason, side=f"the one seed falls {side} the claimed range")
+        return Verdict(INCONCLUSIVE, estimate.reason,
+                       side=f"the one seed falls {side} the claimed range" if estimate.n == 1 else "")
     if low <= estimate.low and estimate.high <= high:
         return Verdict(HOLDS)
     if estimate.high < low or estimate.low > high:
         return Verdict(CONTRADICTED)
-    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate, low, high))
+    return _open(estimate, low, high)
+
+
+def _open(estimate: Estimate, *thresholds: float) -> Verdict:
+    """An interval across a threshold: how many seeds would settle it (a one-seed reading cannot say)."""
+    if estimate.n == 1 and estimate.noise:
+        return Verdict(INCONCLUSIVE, NOISE_RESOLUTION)
+    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate, *thresholds))
 
 
 def every(*verdicts: Verdict) -> Verdict:

@@ -169,11 +169,16 @@ def a3_compute_overhead_small(t, pub, protocol) -> Claim:
     row = params.set_index("variant").loc["a3"]
     if not row.n_timed:
         return untestable(claim, protocol, "this build has no timed A3 and softmax contest cells of one seed")
-    speed = t["runs"]
+    speed = table_of(t, "runs")
 
-    def steps(variant):
+    def steps(variant) -> dict[int, float]:
+        """seed -> steps/s of the variant's contest cells that trained (the contest's seeds, at its LR)."""
         contest = contest_row(t, variant)
-        cells = speed[(speed.variant == variant) & at_lr(speed, contest.lr) & ~speed.diverged.astype(bool)]
+        if contest is None or speed.empty or "steps_per_s" not in speed:
+            return {}
+        seeds = {int(float(x)) for x in str(contest.seeds).split()} if pd.notna(contest.seeds) else set()
+        cells = speed[(speed.variant == variant) & at_lr(speed, contest.lr) & speed.seed.isin(seeds)
+                      & ~speed.diverged.fillna(False).astype(bool)]
         return dict(zip(cells.seed.astype(int), cells.steps_per_s.astype(float)))
 
     estimate = statistics.paired(steps("softmax"), steps("a3"), ratio=True)

@@ -65,7 +65,7 @@ def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=N
 
 def stability_text(estimate: Estimate, *thresholds: float) -> str:
     """'rests on 3 seeds; about 6 would make it stable at the observed spread' (statistics.seeds_for_stability)."""
-    if not estimate.has_interval or estimate.noise:
+    if not estimate.has_interval or estimate.n < 2:
         return ""
     needed = statistics.seeds_for_stability(estimate, *thresholds)
     rests = f"rests on {estimate.n} seed{'s' if estimate.n != 1 else ''}"
@@ -131,8 +131,9 @@ def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5
                       if n else f"none: {statistics.NO_SEED}")
     if verdict.word == INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve
-        claim.resolution = (f"about {int(verdict.seeds_to_resolve)} seeds at the same rate would resolve it"
-                            if verdict.seeds_to_resolve else statistics.resolve_text(None))
+        needed = verdict.seeds_to_resolve
+        claim.resolution = (f"about {int(needed)} seeds at the same rate would resolve it"
+                            if needed is not None and math.isfinite(needed) else verdict.resolution)
     return claim
 
 

@@ -191,7 +191,7 @@ def mass_auroc_null(t, pub, protocol) -> Claim:
     judged(claim, verdict, estimates, fmt)
     off = [f"{v} {e.mean:.3f}" for v, e in estimates.items() if abs(e.mean - 0.5) > AUROC_NULL]
     direction = "row mass carries signal: " + ", ".join(off) if off else ""
-    return at_protocol(claim, protocol, pp.conditions(t, AUROC_RULE, list(estimates) + ["softmax"]), direction)
+    return at_protocol(claim, protocol, pp.conditions(t, AUROC_RULE, list(estimates)), direction)
 
 
 def kernel_more_diffuse(t, pub, protocol) -> Claim:

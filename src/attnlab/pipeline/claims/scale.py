@@ -109,7 +109,8 @@ def _trend_claim(t, protocol: str, claim: Claim, variant: str, sign: float, publ
         return untestable(claim, claim.protocol, "the ladder has one rung at its length: a trend needs two")
     estimate = trend(rows, variant, sign)
     fmt = lambda x: f"{x:+.4f}"  # noqa: E731
-    points = int(rows[rows.variant == variant].delta_vs_softmax.notna().sum())
+    own = rows[(rows.variant == variant) & rows.delta_vs_softmax.notna()]
+    points = int((~own.diverged.fillna(False).astype(bool)).sum()) if "diverged" in own else len(own)
     claim.measured = (f"slope {fmt(estimate.mean)} {TREND_UNIT}, {statistics.interval_text(estimate, fmt)} over "
                       f"{points} rung × seed differences; by rung: {by_rung(rows, variant, sign)}")
     claim.note = "; ".join(filter(None, [

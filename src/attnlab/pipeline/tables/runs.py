@@ -65,8 +65,8 @@ def late_gain(bundle: dict) -> dict:
     last = float(val.step.max())
     before = val[val.step <= last * (1 - LATE_SHARE)].val_loss
     best = float(val.val_loss.min())
-    if before.empty or not math.isfinite(best):
-        return {"late_gain": math.nan, "improving": True}
+    if before.empty or not math.isfinite(best):  # no evaluation before the last fifth: nothing to tell
+        return {"late_gain": math.nan, "improving": None}
     gain = (float(before.min()) - best) / float(before.min())
     return {"late_gain": gain, "improving": bool(gain > PLATEAU_TOLERANCE)}
 
