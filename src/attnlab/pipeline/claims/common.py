@@ -11,6 +11,7 @@ import pandas as pd
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as preconditions
 from attnlab.pipeline.contract import at_lr
+from attnlab.pipeline.formatting import posts_lr  # noqa: F401  (re-exported: how the checks write an LR)
 from attnlab.pipeline.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
 from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
                                          INCONCLUSIVE, Estimate, Verdict, inconclusive_at, interval_text,
@@ -141,12 +142,6 @@ def table_of(t, name) -> pd.DataFrame:
     """A table of the build, empty where the build has none."""
     table = t.get(name)
     return table if table is not None else pd.DataFrame()
-
-
-def posts_lr(value) -> str:
-    """An LR as the posts write it: 3e-4, 1e-2, 2.5e-3."""
-    mantissa, exponent = f"{float(value):.3e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
 
 
 def contest_row(t, variant) -> pd.Series | None:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline.formatting import posts_lr
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 OWN_BEST_LR = "each variant at its own best sweep LR"
@@ -59,11 +60,6 @@ class Condition:
     detail: str
 
 
-def _lr(value) -> str:
-    mantissa, exponent = f"{float(value):.3e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-
-
 def _best_lr_rows(t) -> pd.DataFrame:
     best = t.get("best_lr")
     return best.set_index("variant") if best is not None and not best.empty else pd.DataFrame()
@@ -86,9 +82,9 @@ def own_best_lr(t, variants) -> Condition:
             off.append(f"{v} has no sweep to choose its LR")
             continue
         chosen = format_lr(best.loc[v, "best_lr"])
-        shown.append(f"{v} {_lr(lr)}")
+        shown.append(f"{v} {posts_lr(lr)}")
         if chosen != lr:
-            off.append(f"{v} at {_lr(lr)}, its sweep's best is {_lr(chosen)}")
+            off.append(f"{v} at {posts_lr(lr)}, its sweep's best is {posts_lr(chosen)}")
     if off:
         return Condition(OWN_BEST_LR, False, "; ".join(off))
     return Condition(OWN_BEST_LR, True, ", ".join(shown) + (" (each its sweep's best)" if shown else ""))
@@ -102,7 +98,7 @@ def inside_grid(t, variants) -> Condition:
         if v in best.index and "lr_edge" in best and isinstance(best.loc[v, "lr_edge"], str) and best.loc[v, "lr_edge"]:
             edge = best.loc[v, "lr_edge"]
             where = "the only LR of its sweep" if edge == "only" else f"the {edge} LR of its sweep grid"
-            edges.append(f"{v}'s best {_lr(best.loc[v, 'best_lr'])} is {where}")
+            edges.append(f"{v}'s best {posts_lr(best.loc[v, 'best_lr'])} is {where}")
     if edges:
         return Condition(INSIDE_GRID, False, "; ".join(edges) + ": a better LR may lie beyond it")
     return Condition(INSIDE_GRID, True, "every best LR has sweep LRs on both sides")
@@ -124,18 +120,26 @@ def plateau(t, variants, cells="contest") -> Condition:
         keep = [format_lr(lr) == format_lr(contest.loc[v, "lr"]) if v in contest.index else False
                 for v, lr in zip(rows.variant, rows.lr)]
         rows = rows[keep]
+    return cells_plateau(rows)
+
+
+def cells_plateau(rows: pd.DataFrame, what: str = "cells") -> Condition:
+    """PLATEAU over these cells (a table with `improving` and `late_gain`: runs.csv, ladder_seeds.csv); a
+    diverged cell is no evidence either way."""
+    if "improving" not in rows:
+        return Condition(PLATEAU, True, "no curve to tell (assumed)")
     if "diverged" in rows:
         rows = rows[~rows.diverged.fillna(False).astype(bool)]
     if rows.empty:
-        return Condition(PLATEAU, True, "no cell to tell")
+        return Condition(PLATEAU, True, f"no {what} to tell")
     unknown = int(rows.improving.isna().sum())
     improving = rows[rows.improving.fillna(False).astype(bool)]
     rule = f"more than {PLATEAU_TOLERANCE:.1%} gained over the last {LATE_SHARE:.0%} of training"
     if len(improving):
         gain = float(improving.late_gain.median())
-        return Condition(PLATEAU, False, f"{len(improving)} of {len(rows)} cells still improving ({rule}; median "
+        return Condition(PLATEAU, False, f"{len(improving)} of {len(rows)} {what} still improving ({rule}; median "
                                          f"{gain:.1%})")
-    return Condition(PLATEAU, True, f"none of {len(rows)} cells still improving ({rule})"
+    return Condition(PLATEAU, True, f"none of {len(rows)} {what} still improving ({rule})"
                      + (f"; {unknown} without a curve to tell" if unknown else ""))
 
 

@@ -51,13 +51,7 @@ def trend(rows: pd.DataFrame, variant: str, sign: float) -> statistics.Estimate:
 
 def ladder_plateau(rows: pd.DataFrame, variants) -> pp.Condition:
     """The ladder's cells of these variants trained to a plateau (ladder_seeds' `improving`)."""
-    cells = rows[rows.variant.isin(list(variants))]
-    if "improving" not in cells or cells.empty:
-        return pp.Condition(pp.PLATEAU, True, "no curve to tell (assumed)")
-    improving = cells[cells.improving.fillna(False).astype(bool)]
-    if len(improving):
-        return pp.Condition(pp.PLATEAU, False, f"{len(improving)} of {len(cells)} ladder cells still improving")
-    return pp.Condition(pp.PLATEAU, True, f"none of {len(cells)} ladder cells still improving")
+    return pp.cells_plateau(rows[rows.variant.isin(list(variants))], "ladder cells")
 
 
 def ladder_protocol(rows: pd.DataFrame, protocol: str) -> str:

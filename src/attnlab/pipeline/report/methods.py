@@ -12,7 +12,7 @@ import pandas as pd
 from attnlab.core.config import load_config
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.formatting import plural
+from attnlab.pipeline.formatting import plural, posts_lr
 from attnlab.pipeline.paths import results_dir
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
@@ -27,34 +27,40 @@ def _first(runs: pd.DataFrame, key: str):
 
 
 def _lrs(values) -> str:
-    return ", ".join(f"{float(v):.0e}".replace("e-0", "e-") for v in sorted({float(v) for v in values}))
+    return ", ".join(posts_lr(v) for v in sorted({float(v) for v in values}))
 
 
-def build_protocol_values(runs: pd.DataFrame, params: pd.DataFrame, contest: pd.DataFrame,
-                          sweep: pd.DataFrame) -> dict[str, str]:
-    """This build's protocol, one value per PROTOCOL_ROWS entry, from what its bundles recorded."""
-    steps, batch, block = (int(_first(runs, k)) for k in ("train.steps", "train.batch_size", "model.block_size"))
-    every, batches = int(_first(runs, "train.eval_every")), int(_first(runs, "train.eval_batches"))
-    base = params[params.variant == BASELINE].n_params
-    sweeps = {v: _lrs(c.lr) for v, c in sweep.groupby("variant", sort=False)} if not sweep.empty else {}
-    sweep_text = ("; ".join(f"{v} {lrs}" for v, lrs in sweeps.items()) if len(set(sweeps.values())) > 1
-                  else next(iter(sweeps.values()), "none"))
-    seeds = sorted({s for text in contest.seeds.astype(str) for s in text.split()}, key=int) if len(contest) else []
+def protocol_values(model: dict, train: dict, n_params: int | None, sweep: str, seeds) -> dict[str, str]:
+    """One protocol's facts, one value per PROTOCOL_ROWS entry (model and train as a config holds them)."""
+    steps, batch, block = int(train["steps"]), int(train["batch_size"]), int(model["block_size"])
+    every, batches = int(train["eval_every"]), int(train["eval_batches"])
     return {
-        "parameters (softmax)": f"{int(base.iloc[0]):,}" if len(base) else "–",
-        "d_model / layers / heads": " / ".join(str(int(_first(runs, f"model.{k}"))) for k in ("d_model", "layers",
-                                                                                             "heads")),
+        "parameters (softmax)": f"{int(n_params):,}" if n_params is not None else "–",
+        "d_model / layers / heads": " / ".join(str(int(model[k])) for k in ("d_model", "layers", "heads")),
         "context (characters)": f"{block:,}",
         "batch (windows)": f"{batch:,}",
         "training steps": f"{steps:,}",
         "characters trained on": f"{steps * batch * block:,}",
         "evaluations": f"every {every:,} steps ({steps // every + 1:,})",
         "characters per evaluation": f"{batches * batch * block:,} ({plural(batches, 'batch', 'batches')})",
-        "dropout / weight decay": (f"{float(_first(runs, 'model.dropout')):g} / "
-                                   f"{float(_first(runs, 'train.weight_decay')):g}"),
-        "LR sweep": sweep_text,
-        "contest seeds": ", ".join(seeds) or "–",
+        "dropout / weight decay": f"{float(model['dropout']):g} / {float(train['weight_decay']):g}",
+        "LR sweep": sweep,
+        "contest seeds": ", ".join(str(s) for s in seeds) or "–",
     }
+
+
+def build_protocol_values(runs: pd.DataFrame, params: pd.DataFrame, contest: pd.DataFrame,
+                          sweep: pd.DataFrame) -> dict[str, str]:
+    """This build's protocol, from what its bundles recorded."""
+    model = {k: _first(runs, f"model.{k}") for k in ("d_model", "layers", "heads", "block_size", "dropout")}
+    train = {k: _first(runs, f"train.{k}") for k in ("steps", "batch_size", "eval_every", "eval_batches",
+                                                      "weight_decay")}
+    base = params[params.variant == BASELINE].n_params
+    sweeps = {v: _lrs(c.lr) for v, c in sweep.groupby("variant", sort=False)} if not sweep.empty else {}
+    sweep_text = ("; ".join(f"{v} {lrs}" for v, lrs in sweeps.items()) if len(set(sweeps.values())) > 1
+                  else next(iter(sweeps.values()), "none"))
+    seeds = sorted({s for text in contest.seeds.astype(str) for s in text.split()}, key=int) if len(contest) else []
+    return protocol_values(model, train, int(base.iloc[0]) if len(base) else None, sweep_text, seeds)
 
 
 def paper_protocol_values() -> dict[str, str] | None:
@@ -63,24 +69,10 @@ def paper_protocol_values() -> dict[str, str] | None:
     if not path.is_file():
         return None
     cfg = load_config(path)
-    model, train = cfg["model"], cfg["train"]
-    steps, batch, block = train["steps"], train["batch_size"], model["block_size"]
     lrs = cfg["sweep"]["lrs"]
     lrs = sorted({lr for values in lrs.values() for lr in values}) if isinstance(lrs, dict) else lrs
-    return {
-        "parameters (softmax)": f"{published()['params'][BASELINE]:,}",
-        "d_model / layers / heads": f"{model['d_model']} / {model['layers']} / {model['heads']}",
-        "context (characters)": f"{block:,}",
-        "batch (windows)": f"{batch:,}",
-        "training steps": f"{steps:,}",
-        "characters trained on": f"{steps * batch * block:,}",
-        "evaluations": f"every {train['eval_every']:,} steps ({steps // train['eval_every'] + 1:,})",
-        "characters per evaluation": f"{train['eval_batches'] * batch * block:,} "
-                                     f"({plural(train['eval_batches'], 'batch', 'batches')})",
-        "dropout / weight decay": f"{model['dropout']:g} / {train['weight_decay']:g}",
-        "LR sweep": _lrs(lrs),
-        "contest seeds": ", ".join(str(s) for s in cfg["contest"]["seeds"]),
-    }
+    return protocol_values(cfg["model"], cfg["train"], published()["params"][BASELINE], _lrs(lrs),
+                           cfg["contest"]["seeds"])
 
 
 def protocol_table(runs, params, contest, sweep) -> pd.DataFrame:
