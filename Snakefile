@@ -26,10 +26,10 @@ rule all:
     default_target: True
     localrule: True
     input:
-        tables=TABLES,
-        ledger=LEDGER,
-        figures=FIGURES,
-        writeup=WRITEUP,
-        studies=STUDY_TABLES,
-        composability=COMPOSABILITY_TABLES if COMPOSABILITY else [],
-        ladder=LADDER_OUTPUTS,
+        tables=PLAN.tables,
+        ledger=PLAN.ledger,
+        figures=PLAN.figures,
+        writeup=[str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML)],
+        studies=PLAN.study_tables,
+        composability=PLAN.composability_tables,
+        ladder=PLAN.ladder_outputs,

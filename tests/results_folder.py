@@ -19,7 +19,7 @@ from PIL import Image
 
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.figures import catalog
+from attnlab.pipeline.plan import figure_catalog as catalog
 
 from conftest import REPO
 

@@ -5,7 +5,7 @@ import pytest
 
 from attnlab.core.corpus import load_corpus
 from attnlab.training.batches import held_out_batches, map_window, slice_batch, stream_offsets, train_offsets
-from attnlab.training.train import snapshot_steps
+from attnlab.training.schedule import snapshot_steps
 
 SHA = "86c4e6aa9db7c042ec79f339dcb96d42b0075e16b8fc2e86bf0ca57e2dc565ed"
 

@@ -5,7 +5,8 @@ import pytest
 
 from attnlab.core.config_types import ModelConfig
 from attnlab.core.variants import VARIANTS
-from attnlab.training.bench import PlainLoop, ProjectLoop, step_flops
+from attnlab.training.flops import step_flops
+from benchmarks.train_step import PlainLoop, ProjectLoop
 
 
 def tiny(variant, dropout=0.0, layers=2):
@@ -62,7 +63,7 @@ def test_step_flops_equals_the_matmuls_jax_traces(kv_heads):
     import jax.numpy as jnp
 
     from attnlab.training.steps import loss_fn
-    from attnlab.training.bench import setup
+    from benchmarks.train_step import setup
 
     cfg = dataclasses.replace(tiny("softmax"), d_model=48, heads=4, block_size=24, d_ff=80, kv_heads=kv_heads)
     graphdef, rest, _, params, _ = setup(cfg)

@@ -229,7 +229,7 @@ def test_config_refuses_kv_heads_that_do_not_divide_heads(smoke_config):
 
 @pytest.mark.slow
 def test_attention_bench_measures_both_paths():
-    from attnlab.training.attention_bench import display, run
+    from benchmarks.attention import display, run
 
     table = run(["softmax"], [512], batch=1, heads=2, kv_heads=1, d_head=16, block=64, repeats=1, train=False,
                 log=lambda *a, **k: None)

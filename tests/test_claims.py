@@ -22,7 +22,7 @@ from attnlab.core.telemetry_stats import average_ranks, mass_auroc
 from attnlab.pipeline import claims, contract
 from attnlab.pipeline.tables import contest as contest_tables
 from attnlab.pipeline.tables import telemetry
-from attnlab.pipeline.grid import grid
+from attnlab.pipeline.plan.grid import grid
 from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
                                          INCONCLUSIVE, ONE_SEED)
 from claim_frames import OFF, off_protocol, on_protocol
@@ -172,8 +172,8 @@ def test_ablation_at_matched_lr_holds_as_published():
                       + [("yat_b", 3e-3, s, 61221.0 * f) for s, f in enumerate((1.0, 1.02, 0.99))])
     claim = run_check(claims.ablation_untames, runs=runs)
     assert claim.verdict == HOLDS and claim.seeds == 3
-    assert "at 3e-3: 2.77×" in claim.measured and claim.interval.startswith("3e-3: 95% CI [")
-    assert "7.2× mixed LRs" in claim.published and "2.8× at matched 3e-3" in claim.published
+    assert "at 0.003: 2.77×" in claim.measured and claim.interval.startswith("0.003: 95% CI [")
+    assert "7.2× mixed LRs" in claim.published and "2.8× at matched 0.003" in claim.published
 
 
 def test_ablation_of_one_seed_is_inconclusive():
@@ -189,7 +189,7 @@ def test_ablation_ignores_a_larger_yat_score_at_another_lr():
                       + [("yat_b", 3e-3, s, 211756.0 - 500 * s) for s in range(3)])
     claim = run_check(claims.ablation_untames, runs=runs)
     assert claim.verdict == CONTRADICTED
-    assert "3e-4" not in claim.measured
+    assert "0.0003" not in claim.measured
     assert run_check(claims.ablation_untames, protocol="smoke", runs=runs).verdict == CONTRADICTED
 
 
@@ -197,8 +197,8 @@ def test_ablation_is_judged_where_both_ran_the_most_seeds_and_names_the_other_lr
     runs = runs_frame([("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0)]
                       + [("yat", 3e-3, s, 150.0 + s) for s in range(3)] + [("yat_b", 3e-3, s, 100.0) for s in range(3)])
     claim = run_check(claims.ablation_untames, runs=runs)
-    assert claim.verdict == CONTRADICTED and "at 3e-3" in claim.measured  # 1.5×, clear of several-fold
-    assert "at 1e-3 3×" in claim.note and ONE_SEED in claim.note
+    assert claim.verdict == CONTRADICTED and "at 0.003" in claim.measured  # 1.5×, clear of several-fold
+    assert "at 0.001 3×" in claim.note and ONE_SEED in claim.note
 
 
 def test_ablation_leaves_diverged_cells_out():
@@ -206,7 +206,7 @@ def test_ablation_leaves_diverged_cells_out():
                        ("yat", 1e-3, 0, 300.0), ("yat_b", 1e-3, 0, 100.0)])
     table = claims.matched_lr_scores(runs)
     assert list(table.lr) == [1e-3]
-    assert "at 1e-3: 3×" in run_check(claims.ablation_untames, runs=runs).measured
+    assert "at 0.001: 3×" in run_check(claims.ablation_untames, runs=runs).measured
 
 
 # ---- A3: early layers softer than softmax, deep layers sharper
@@ -493,7 +493,7 @@ def test_kernel_gap():
                             "yat": [1.5163, 1.5140, 1.5190]}, lrs={"softmax": 3e-4})
     claim = run_check(claims.kernel_gap, **holds)
     assert claim.verdict == HOLDS and claim.measured.startswith("yat_b +1.1") and "mixes" in claim.note
-    assert "the other kernel: yat" in claim.note and "softmax at 3e-4" in claim.note
+    assert "the other kernel: yat" in claim.note and "softmax at 0.0003" in claim.note
     kernel_wins = contest_frames({"softmax": [1.52, 1.53, 1.51], "yat_b": [1.50, 1.51, 1.49]})
     assert run_check(claims.kernel_gap, **kernel_wins).verdict == CONTRADICTED
 
@@ -509,7 +509,7 @@ def test_softmax_dies_at_high_lr_is_a_count_of_seeds_with_an_exact_interval():
     six = tuple(range(6))
     dies = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.51, 1e-2: 2.58}, seeds=six)  # a 2% band where it lives
     claim = run_check(claims.softmax_dies_at_high_lr, lr_sweep=dies)
-    assert claim.verdict == HOLDS and "died at 1e-2 on 6 of 6 seeds" in claim.measured
+    assert claim.verdict == HOLDS and "died at 0.01 on 6 of 6 seeds" in claim.measured
     assert "exact binomial" in claim.interval
     diverged = _sweep("softmax", {3e-4: 1.48, 1e-3: 1.55, 1e-2: 1.49}, diverged=(1e-2,), seeds=six)
     assert run_check(claims.softmax_dies_at_high_lr, lr_sweep=diverged).verdict == HOLDS
@@ -543,7 +543,7 @@ def test_kernel_lr_band():
     # an LR beyond the post's 3e-4–1e-2 is not part of the claimed column
     beyond = _sweep("yat", {3e-4: 1.5, 1e-2: 1.5005, 3e-2: 2.9}, diverged=(3e-2,), seeds=seeds)
     kept = run_check(claims.kernel_lr_band, lr_sweep=beyond)
-    assert kept.verdict == HOLDS and "3e-2 outside the post's" in kept.note
+    assert kept.verdict == HOLDS and "0.03 outside the post's" in kept.note
     one_seed = run_check(claims.kernel_lr_band, lr_sweep=_sweep("yat", {3e-4: 1.5, 1e-2: 1.8}))
     assert one_seed.verdict == INCONCLUSIVE and ONE_SEED in one_seed.interval
 

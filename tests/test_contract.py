@@ -9,6 +9,7 @@ exactly the contract's: the files the collect step writes, and their columns.
 from __future__ import annotations
 
 import ast
+import re
 import json
 from pathlib import Path
 
@@ -19,7 +20,7 @@ import pytest
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, sealed, sha256_file
 from attnlab.core.config import load_config
 from attnlab.pipeline import claims, contract
-from attnlab.pipeline.grid import grid
+from attnlab.pipeline.plan.grid import grid
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 
@@ -121,9 +122,27 @@ def test_the_contract_re_exports_the_trainers_constants_unchanged():
                                                               f"share_above_{telemetry_stats.DIFFUSE_ABOVE:g}")
 
 
-def test_the_snakefile_declares_the_contracts_tables_and_no_list_of_its_own():
-    text = (REPO / "workflow" / "rules" / "common.smk").read_text()
-    assert "table_contract.COLLECTED" in text and "TABLE_NAMES" not in text
+# Table names that are also the name of a study or a folder (results/runs, the contest, the ladder, ...): code
+# that names the study is not naming the table.
+ALSO_STUDIES = {"runs", "contest", "study", "ladder", "composability"}
+
+
+def table_names_spelled_in(text: str) -> list[str]:
+    """Contract table names written as a quoted string (alone or as a file name) in a piece of code; a rule's log
+    file (paths.log("<rule>")) is named by its rule, not by a table."""
+    text = re.sub(r"""log\(["'][a-z0-9_]+["']""", "", text)
+    found = re.findall(r"""["']([a-z0-9_]+)(?:\.(?:csv|md|tex|json))?["']""", text)
+    return sorted({name for name in found if name in contract.TABLES and name not in ALSO_STUDIES})
+
+
+def test_the_rule_files_and_the_planning_name_no_table_but_through_the_contract():
+    """Which tables a rule writes is the contract's (contract.COLLECTED, contract.written_by): the rule files and
+    the planning never spell a table's name."""
+    places = [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk"),
+              *(REPO / "src" / "attnlab" / "pipeline" / "plan").glob("*.py")]
+    assert {str(p.relative_to(REPO)): table_names_spelled_in(p.read_text()) for p in places
+            if table_names_spelled_in(p.read_text()) and p.name != "figure_catalog.py"} == {}
+    assert table_names_spelled_in('x = paths.TABLES / "ladder_seeds.csv"') == ["ladder_seeds"]
     assert contract.files("runs") == ["runs.csv"]
     assert contract.files("contest") == ["contest.csv", "contest.md", "contest.tex"]
 

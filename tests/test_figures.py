@@ -15,7 +15,8 @@ from PIL import Image
 
 from attnlab.core.bundle_format import CURVE_COLUMNS, format_lr
 from attnlab.pipeline import contract, score_scale as scale
-from attnlab.pipeline.figures import catalog, entropy, lr_sweep, mass_auroc, reading, score_orbit
+from attnlab.pipeline.plan import figure_catalog as catalog
+from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, score_orbit
 from attnlab.pipeline.figures import score_scale as score_figure
 from attnlab.pipeline.figures.cells import contest_cells, shown_cells
 from attnlab.pipeline.figures.main import figure_main
@@ -429,7 +430,7 @@ def test_the_entropy_figure_draws_the_seed_mean_and_prints_the_tables_means(tiny
     contest = pd.read_csv(tables / "contest.csv")
     table = pd.read_csv(tables / "entropy.csv")
     entries = entropy.load_histograms(runs, contest, table)
-    from attnlab.pipeline.bundle_reader import read_arrays
+    from attnlab.pipeline.plan.bundle_reader import read_arrays
 
     for entry in entries:
         cells = contest_cells(runs, contest)
@@ -558,7 +559,7 @@ def test_the_catalog_loads_no_drawing_code():
     """The Snakefile and the writeup read the catalog: it must not pull in matplotlib or pandas."""
     from processes import run
 
-    code = ("import sys; import attnlab.pipeline.figures.catalog; "
+    code = ("import sys; import attnlab.pipeline.plan.figure_catalog; "
             "print(sorted(m for m in ('matplotlib', 'pandas') if m in sys.modules))")
     result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": REPO / "src"})
     assert result.returncode == 0, result.stderr[-2000:]

@@ -39,7 +39,7 @@ def src(tmp_path, monkeypatch):
 
 def fresh_cache(monkeypatch, path=None):
     """A new, empty in-process cache (as a new process would have), optionally backed by `path`."""
-    cache = fingerprint._FactCache()
+    cache = fingerprint._new_cache()
     if path is not None:
         cache.load(path)
     monkeypatch.setattr(fingerprint, "_CACHE", cache)
@@ -286,8 +286,9 @@ def test_every_data_file_in_the_package_is_named_by_its_code():
 
 
 def test_the_cache_is_keyed_by_the_scanners_own_source(src, tmp_path, monkeypatch):
-    scanner = hashlib.sha256((REPO / "src/attnlab/core/fingerprint.py").read_bytes()).hexdigest()
-    assert fingerprint._FactCache().tag.endswith(scanner)
+    scanner = hashlib.sha256(b"".join((REPO / "src/attnlab/core" / name).read_bytes()
+                                      for name in ("fingerprint.py", "fact_cache.py"))).hexdigest()
+    assert fingerprint._new_cache().tag.endswith(scanner)
     store = tmp_path / "facts.json"
     cache = fresh_cache(monkeypatch, store)
     cold = fp(src)

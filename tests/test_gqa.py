@@ -13,7 +13,7 @@ from flax import nnx
 from attnlab.core.config import validate_config
 from attnlab.core.config_types import model_config
 from attnlab.training.attention import VARIANTS
-from attnlab.training.bench import step_flops
+from attnlab.training.flops import step_flops
 from attnlab.training.model import GPT, ModelConfig, count_params
 from attnlab.training.params import parameter_counts
 from conftest import REPO

@@ -17,12 +17,17 @@ from pathlib import Path
 import pytest
 import yaml
 
-from attnlab.core import config as config_module
-from attnlab.core.config import (CONFIG_KEY, MAX_CONFIG_BYTES, MAX_DEPTH, ConfigError, estimate, load_config,
-                                 snakemake_config_file, validate_config)
+from attnlab.core import estimate as estimate_module
+from attnlab.core.config import MAX_CONFIG_BYTES, ConfigError, load_config, validate_config
+from attnlab.core.estimate import estimate
+from attnlab.core.strict_yaml import MAX_DEPTH, parse_yaml
+from attnlab.pipeline.plan import config_file
+from attnlab.pipeline.plan.config_file import CONFIG_KEY, snakemake_config_file
 from conftest import REPO
 from processes import attnlab, refused, run, snakemake
 from workspace import make_workspace
+
+DRY_RUN_BENCH = REPO / "benchmarks" / "dry_run.py"
 
 SMOKE = REPO / "config" / "smoke.yaml"
 GB = 10**9
@@ -44,7 +49,7 @@ def write(path: Path, cfg_or_text) -> Path:
 def memory(monkeypatch):
     """Pretend this machine has `n` bytes of memory."""
     def set_memory(n):
-        monkeypatch.setattr(config_module, "machine_memory", lambda: n)
+        monkeypatch.setattr(estimate_module, "machine_memory", lambda: n)
     return set_memory
 
 
@@ -261,11 +266,11 @@ def test_config_file_form_plans_the_same_build_as_configfile(workspace, corpus_p
 
 
 def test_the_config_values_of_a_command_line_are_read_as_given():
-    assert config_module.config_values_given(["snakemake", "-n", "--config", "file=a.yaml", "file=b.yaml",
+    assert config_file.config_values_given(["snakemake", "-n", "--config", "file=a.yaml", "file=b.yaml",
                                                "--cores", "2"]) == ["file=a.yaml", "file=b.yaml"]
-    assert config_module.config_values_given(["--config=file=a.yaml", "-n"]) == ["file=a.yaml"]
+    assert config_file.config_values_given(["--config=file=a.yaml", "-n"]) == ["file=a.yaml"]
     with pytest.raises(ConfigError, match="given 2 times"):
-        config_module.snakemake_config_file([], {"file": "b.yaml"}, Path("d.yaml"),
+        config_file.snakemake_config_file([], {"file": "b.yaml"}, Path("d.yaml"),
                                             argv=["--config", "file=a.yaml", "file=b.yaml"])
 
 
@@ -275,7 +280,7 @@ def test_the_config_values_of_a_command_line_are_read_as_given():
 @pytest.mark.parametrize("runs,named", [("0", "must be at least 1"), ("-2", "must be at least 1"),
                                         ("x", "is not a whole number")])
 def test_dry_run_bench_needs_at_least_one_run(tmp_path, runs, named):
-    result = attnlab("bench", "--dry-run", "--workdir", tmp_path, "--runs", runs, cwd=tmp_path, timeout=60)
+    result = run([DRY_RUN_BENCH, "--workdir", tmp_path, "--runs", runs], cwd=tmp_path, timeout=60)
     refused(result, "argument --runs", named)
 
 
@@ -341,17 +346,17 @@ def test_bench_dry_run_never_lets_snakemake_evaluate_a_yte_config(tmp_path):
     (tmp_path / "ws").mkdir()
     ws = make_workspace(tmp_path / "ws")
     (ws / "evil.yaml").write_text(YTE_PAYLOAD)
-    result = attnlab("bench", "--dry-run", "--workdir", ws, "--configfile", ws / "evil.yaml", "--runs", "1",
-                     cwd=ws, timeout=120)
+    result = run([DRY_RUN_BENCH, "--workdir", ws, "--configfile", ws / "evil.yaml", "--runs", "1"], cwd=ws,
+                 timeout=120)
     assert result.returncode != 0 and not (ws / "PWNED").exists() and not (tmp_path / "PWNED").exists()
-    missing = attnlab("bench", "--dry-run", "--workdir", tmp_path / "nowhere", cwd=tmp_path, timeout=60)
+    missing = run([DRY_RUN_BENCH, "--workdir", tmp_path / "nowhere"], cwd=tmp_path, timeout=60)
     refused(missing, "--workdir", "no such folder")
 
 
 def test_a_long_axis_without_aliases_is_refused_for_its_length_not_for_aliases():
     long_axis = "a: [" + ", ".join(str(i) for i in range(10_001)) + "]"
     with pytest.raises(ConfigError, match="holds more than 10,000 values") as err:
-        config_module.parse_yaml(long_axis, "long.yaml")
+        parse_yaml(long_axis, "long.yaml")
     assert "alias" not in str(err.value)
 
 

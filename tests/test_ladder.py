@@ -23,11 +23,11 @@ from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, sealed
 from attnlab.core.config import cell_slice, load_config, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics
-from attnlab.pipeline.bundle_reader import read_bundle
+from attnlab.pipeline.plan.bundle_reader import read_bundle
 from attnlab.pipeline.claims import rungs, scale
-from attnlab.pipeline.figures import catalog
+from attnlab.pipeline.plan import figure_catalog as catalog
 from attnlab.pipeline.figures.style import parse_style
-from attnlab.pipeline.grid import CellKey
+from attnlab.pipeline.plan.grid import CellKey
 from attnlab.pipeline.report import scale as report_scale
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.pipeline.tables import ladder

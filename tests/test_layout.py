@@ -1,8 +1,10 @@
-"""The two sides of src/attnlab and their one-way edge, and a README that only points at what exists.
+"""The two sides of src/attnlab and their one-way edge, and a README and docs/ that only point at what exists.
 
 The pipeline never loads JAX, core (the ground both sides stand on) never
 mentions it, training never reads the pipeline and the pipeline never reads
-training. Every repository path and attnlab module the README names exists.
+training. Every repository path and attnlab module the README or a page of
+docs/ names exists, every relative link resolves, the README stays a short
+how-to and links every page of docs/.
 """
 
 from __future__ import annotations
@@ -71,7 +73,7 @@ def test_the_workflow_parses_without_the_numeric_libraries():
     workflow imports stay free of scipy, pandas and matplotlib (scipy.stats alone cost 2.7 s a parse)."""
     texts = [(REPO / "Snakefile").read_text()] + [p.read_text() for p in (REPO / "workflow" / "rules").glob("*.smk")]
     imports = sorted({match for text in texts for match in WORKFLOW_IMPORT.findall(text)})
-    assert ("attnlab.core", "studies") in imports and len(imports) >= 8
+    assert ("attnlab.pipeline.plan.rules", "Plan") in imports and len(imports) >= 5
     code = ("import importlib, json, sys\n"
             f"for package, name in {imports!r}:\n"
             "    module = importlib.import_module(package)\n"
@@ -127,16 +129,24 @@ def test_the_folder_tree_shows_the_sides():
         "core", "training", "pipeline"}
 
 
-# ---- the README points only at what exists
+# ---- the README and docs/ point only at what exists
 
-REPO_PATH = re.compile(r"(?:^|(?<=[\s`(\[=\"']))((?:config|workflow|src|notebooks|tests|\.ci)/[^\s`)\]\"',;:]*)",
-                       re.M)
+REPO_PATH = re.compile(
+    r"(?:^|(?<=[\s`(\[=\"']))((?:config|workflow|src|notebooks|tests|docs|\.ci)/[^\s`)\]\"',;:]*)", re.M)
 MODULE_NAME = re.compile(r"\battnlab(?:\.[A-Za-z_]\w*)+")
+README = REPO / "README.md"
+README_MAX_LINES = 350
+DOCS = sorted((REPO / "docs").glob("*.md"))
+DOCUMENTS = [README, *DOCS]
+
+
+def doc_id(path) -> str:
+    return path.relative_to(REPO).as_posix()
 
 
 def repo_paths(text: str) -> list[str]:
-    """The repository paths a text names (in code, links or prose), a trailing full stop dropped."""
-    return sorted({path.rstrip(".") for path in REPO_PATH.findall(text)})
+    """The repository paths a text names (in code, links or prose), a trailing full stop and an #anchor dropped."""
+    return sorted({path.rstrip(".").split("#")[0] for path in REPO_PATH.findall(text)})
 
 
 def path_exists(path: str) -> bool:
@@ -182,16 +192,109 @@ def test_the_path_and_name_checks_tell_real_from_stale():
 
 
 def test_every_path_the_readme_names_exists():
-    readme = (REPO / "README.md").read_text()
-    paths = repo_paths(readme)
+    paths = repo_paths(README.read_text())
     assert len(paths) > 10
     assert [p for p in paths if not path_exists(p)] == []
 
 
 def test_every_attnlab_module_the_readme_names_exists():
-    names = sorted(set(MODULE_NAME.findall((REPO / "README.md").read_text())))
-    assert len(names) > 5
+    names = sorted(set(MODULE_NAME.findall(README.read_text())))
+    assert names
     assert [n for n in names if not names_exist(n)] == []
+
+
+def test_there_are_docs_to_check():
+    assert len(DOCS) >= 5, "docs/ holds the README's reference pages"
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_path_a_doc_names_exists(doc):
+    assert [p for p in repo_paths(doc.read_text()) if not path_exists(p)] == []
+
+
+@pytest.mark.parametrize("doc", DOCS, ids=doc_id)
+def test_every_attnlab_module_a_doc_names_exists(doc):
+    names = sorted(set(MODULE_NAME.findall(doc.read_text())))
+    assert [n for n in names if not names_exist(n)] == []
+
+
+def test_the_docs_name_paths_and_modules():
+    """The checks above have something to check: the pages name files and modules, not only prose."""
+    text = "\n".join(doc.read_text() for doc in DOCS)
+    assert len(repo_paths(text)) > 20 and len(set(MODULE_NAME.findall(text))) > 10
+
+
+# ---- links resolve, the README stays a how-to
+
+MARKDOWN_LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def heading_anchors(text: str) -> set[str]:
+    """The anchors GitHub gives a Markdown file's headings (lower case, punctuation dropped, spaces to -)."""
+    headings = re.findall(r"^#{1,6}\s+(.+?)\s*#*\s*$", FENCE.sub("", text), re.M)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
+
+
+def broken_links(doc) -> list[str]:
+    """The relative links of a Markdown file (outside code blocks) whose file, or #anchor in a Markdown file,
+    does not exist."""
+    broken = []
+    for target in MARKDOWN_LINK.findall(FENCE.sub("", doc.read_text())):
+        if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto: ...
+            continue
+        name, _, anchor = target.partition("#")
+        path = (doc.parent / name).resolve() if name else doc
+        if not path.exists():
+            broken.append(target)
+        elif anchor and path.suffix == ".md" and anchor not in heading_anchors(path.read_text()):
+            broken.append(target)
+    return broken
+
+
+def linked_files(doc) -> set:
+    return {(doc.parent / target.partition("#")[0]).resolve()
+            for target in MARKDOWN_LINK.findall(FENCE.sub("", doc.read_text())) if not target.startswith("#")}
+
+
+def test_the_link_check_tells_real_from_broken(tmp_path):
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "README.md").write_text("# Title\n\n## Adding a study\n\n"
+                                        "[a](docs/a.md) [b](docs/b.md#no-such-part) [c](docs/gone.md) "
+                                        "[d](#adding-a-study) [e](#nowhere) [f](https://example.org/x)\n"
+                                        "```\n[g](docs/in-code.md)\n```\n")
+    (tmp_path / "docs" / "a.md").write_text("# A\n\n[up](../README.md#adding-a-study) [cl](../CHANGELOG.md)\n")
+    (tmp_path / "docs" / "b.md").write_text("# B: the `part`, on one GPU\n")
+    assert broken_links(tmp_path / "README.md") == ["docs/b.md#no-such-part", "docs/gone.md", "#nowhere"]
+    assert broken_links(tmp_path / "docs" / "a.md") == ["../CHANGELOG.md"]
+    assert heading_anchors((tmp_path / "docs" / "b.md").read_text()) == {"b-the-part-on-one-gpu"}
+    assert tmp_path.joinpath("docs", "a.md").resolve() in linked_files(tmp_path / "README.md")
+
+
+@pytest.mark.parametrize("doc", DOCUMENTS, ids=doc_id)
+def test_every_relative_link_resolves(doc):
+    assert broken_links(doc) == []
+
+
+def test_the_readme_is_a_short_how_to():
+    lines = len(README.read_text().splitlines())
+    assert lines <= README_MAX_LINES, f"README.md has {lines} lines; move reference text to docs/"
+
+
+def test_the_readme_links_every_page_of_docs():
+    linked = linked_files(README)
+    assert [doc_id(d) for d in DOCS if d.resolve() not in linked] == []
+
+
+COMMIT_HASH = re.compile(r"(?<![\w/.-])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}(?![\w/.-])")
+
+
+def test_commit_hashes_appear_only_in_the_changelog():
+    """The README and docs/ describe the project as it is; which commit measured what is the CHANGELOG's."""
+    assert COMMIT_HASH.findall("measured at `4b06e08` (median 4.33 s); sha256 7d3f1a0e9c") == ["4b06e08", "7d3f1a0e9c"]
+    assert COMMIT_HASH.findall("a3_heads at 1e-3, deadbeef, 1234567, results/ab12cd3/x") == []
+    found = {doc_id(d): COMMIT_HASH.findall(d.read_text()) for d in DOCUMENTS}
+    assert {name: hashes for name, hashes in found.items() if hashes} == {}
 
 
 # ---- one seed range
@@ -272,3 +375,69 @@ def import_cycles() -> list[list[str]]:
 
 def test_the_import_graph_has_no_cycle_function_level_imports_included():
     assert import_cycles() == []
+
+
+# ---- one direction of flow: config -> plan -> tables -> claims -> figures -> report
+
+# Each pipeline module's stage, by the longest matching prefix; a module imports only modules of its own stage
+# or an earlier one. The ground is what every stage reads (the table contract, statistics, the posts' numbers).
+FLOW = (
+    ("attnlab.core", 0),
+    ("attnlab.pipeline", 1),  # the ground: contract, statistics, formatting, published, environment, score_scale
+    ("attnlab.pipeline.plan", 2),
+    ("attnlab.pipeline.tables", 3),
+    ("attnlab.pipeline.composability", 3),
+    ("attnlab.pipeline.claims", 4),
+    ("attnlab.pipeline.figures", 5),
+    ("attnlab.pipeline.report", 6),
+)
+
+
+def stage(module: str) -> int | None:
+    matches = [(len(prefix), rank) for prefix, rank in FLOW if module == prefix or module.startswith(prefix + ".")]
+    return max(matches)[1] if matches else None
+
+
+def edges_against_the_flow() -> list[str]:
+    modules = modules_under("attnlab.pipeline") + modules_under("attnlab.core")
+    known = set(modules_under("attnlab"))
+    found = []
+    for module in modules:
+        for target in sorted(imported_by(module, known)):
+            if stage(target) is None or stage(target) > stage(module):
+                found.append(f"{module} -> {target}")
+    return found
+
+
+def test_stage_places_modules_by_their_longest_prefix():
+    assert stage("attnlab.pipeline.contract") == 1 and stage("attnlab.pipeline.plan.grid") == 2
+    assert stage("attnlab.pipeline.report.page") == 6 and stage("attnlab.training.train") is None
+
+
+def test_no_import_runs_against_the_flow_function_level_imports_included():
+    """The planning reads no table code, the tables no claim, the claims no figure, the figures no report; core
+    reads nothing of the pipeline (and neither side reads training: tested above)."""
+    assert edges_against_the_flow() == []
+
+
+def test_no_rule_file_defines_a_function_or_a_lambda():
+    """The rule files are declarative: every input, output and param function lives in attnlab.pipeline.plan."""
+    found = []
+    for path in [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]:
+        for number, line in enumerate(path.read_text().splitlines(), 1):
+            code_part = line.split("#", 1)[0]
+            if re.match(r"\s*def\s", code_part) or re.search(r"\blambda\b", code_part):
+                found.append(f"{path.name}:{number}: {line.strip()}")
+    assert found == []
+
+
+def test_the_flow_check_sees_an_edge_against_the_flow(tmp_path, monkeypatch):
+    """edges_against_the_flow reports a table module that imports a claims module."""
+    real = imported_by
+
+    def with_bad_edge(module, modules):
+        reached = real(module, modules)
+        return reached | {"attnlab.pipeline.claims.common"} if module == "attnlab.pipeline.tables.contest" else reached
+
+    monkeypatch.setitem(globals(), "imported_by", with_bad_edge)
+    assert edges_against_the_flow() == ["attnlab.pipeline.tables.contest -> attnlab.pipeline.claims.common"]

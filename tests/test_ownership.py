@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
+from attnlab.core.cell_key import CellKey
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
@@ -34,7 +35,7 @@ from conftest import REPO
 from processes import attnlab, refused, run, start, trainer_args, wait_for
 from test_faults import tiny_config, tree, write_config
 
-CELL = ("softmax", 0.003, 0)
+CELL = CellKey.of("softmax", 0.003, 0)
 TMP_SUFFIX = ".orbax-checkpoint-tmp"
 ENOSPC_TEXT = os.strerror(errno.ENOSPC)
 
@@ -137,11 +138,11 @@ def test_notes_and_plots_added_to_an_earlier_bundle_are_refused_before_training(
 ], ids=["notebook", "file-in-params", "empty-folder", "edited-curve", "link", "listed-name-now-a-link"])
 def test_anything_but_the_bundles_own_unchanged_files_is_named(tmp_path, add, named):
     out = stand_in_bundle(tmp_path / "out")
-    assert check_out_dir(out, *CELL) == out  # its own files only: replaceable
+    assert check_out_dir(out, CELL) == out  # its own files only: replaceable
     add(out)
     before = tree(tmp_path)
     with pytest.raises(ConfigError, match="files it did not write") as err:
-        check_out_dir(out, *CELL)
+        check_out_dir(out, CELL)
     assert named in str(err.value) and "nothing was trained" in str(err.value)
     assert tree(tmp_path) == before
 
@@ -151,7 +152,7 @@ def test_a_refusal_names_a_few_foreign_files_and_counts_the_rest(tmp_path):
     for i in range(10):
         (out / f"note{i}.txt").write_text(str(i))
     with pytest.raises(ConfigError, match=r"note0\.txt.* and 4 more"):
-        check_out_dir(out, *CELL)
+        check_out_dir(out, CELL)
 
 
 def test_an_earlier_bundle_of_only_its_own_files_is_replaced_file_by_file(tmp_path):
@@ -234,7 +235,7 @@ def test_locks_are_removed_when_the_run_fails(tmp_path, tiny_cfg, corpus_path):
     cfg = copy.deepcopy(tiny_cfg)
     cfg["telemetry"]["window_offset"] = 10**9  # refused by the cell, after both locks are taken
     with pytest.raises(CorpusError, match="window_offset"):
-        run_cell(cfg, *CELL, corpus_path, tmp_path / "runs" / "out", checkpoint_dir=tmp_path / "ckpt",
+        run_cell(cfg, CELL, corpus_path, tmp_path / "runs" / "out", checkpoint_dir=tmp_path / "ckpt",
                  log=lambda *_: None)
     assert leftovers(tmp_path) == []
     assert not (tmp_path / "runs").exists()
@@ -306,7 +307,7 @@ def test_a_disk_that_fills_during_a_checkpoint_is_one_line_and_leaves_no_tempora
     from attnlab.training.checkpoint import ResumeCheckpoints
 
     state = {"params": np.arange(6, dtype=np.float32), "opt_state": np.zeros(3, np.float32)}
-    checkpoints = ResumeCheckpoints(tmp_path / "ckpt", *CELL)
+    checkpoints = ResumeCheckpoints(tmp_path / "ckpt", CELL)
     try:
         checkpoints.save(10, state, {"0": np.ones(2, np.float16)}, {"cell": "x", "step": 10})
         orbax = checkpoints.directory / "orbax"
@@ -326,7 +327,7 @@ def test_a_disk_that_fills_during_a_checkpoint_is_one_line_and_leaves_no_tempora
     finally:
         checkpoints.release()
     assert leftovers(tmp_path) == []
-    restored = ResumeCheckpoints(tmp_path / "ckpt", *CELL)
+    restored = ResumeCheckpoints(tmp_path / "ckpt", CELL)
     try:
         assert restored.latest(state)[2]["step"] == 10, "the earlier checkpoint no longer resumes"
     finally:
@@ -403,7 +404,7 @@ def test_trainers_starting_and_ending_together_on_a_fresh_checkpoint_root_never_
         def trainer(seed):
             try:
                 start.wait()
-                checkpoints = ResumeCheckpoints(root, "softmax", 3e-3, seed)
+                checkpoints = ResumeCheckpoints(root, CellKey.of("softmax", 3e-3, seed))
                 end.wait()
                 checkpoints.remove()
             except Exception as err:  # noqa: BLE001  (collected and reported below)

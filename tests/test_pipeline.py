@@ -13,9 +13,9 @@ import pytest
 
 import yaml
 
-from attnlab.pipeline import build_manifest
+from attnlab.pipeline.plan import build_manifest
 from conftest import REPO
-from processes import attnlab, snakemake
+from processes import run, snakemake
 from workspace import edited, make_workspace, plan, planned_cells
 
 
@@ -194,9 +194,8 @@ def test_a_built_workspace_plans_nothing(built, corpus_path):
 
 @pytest.mark.slow
 def test_the_dry_run_bench_times_a_built_workspace(built, corpus_path):
-    """`attnlab bench --dry-run` prints medians beside Snakemake's floor; the dry run keeps its parse cache."""
-    result = run_cli(built, corpus_path, "bench", "--dry-run", "--workdir", ".", "--configfile",
-                     "config/smoke.yaml", "--runs", "1")
+    """benchmarks/dry_run.py prints medians beside Snakemake's floor; the dry run keeps its parse cache."""
+    result = dry_run_bench(built, corpus_path, "--workdir", ".", "--configfile", "config/smoke.yaml", "--runs", "1")
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
     lines = result.stdout.splitlines()
     assert [line.split(":")[0][:14] for line in lines[:3]] == ["no-op `snakema"] * 2 + ["`snakemake --v"]
@@ -207,13 +206,14 @@ def test_the_dry_run_bench_times_a_built_workspace(built, corpus_path):
 
 def test_the_dry_run_bench_refuses_an_unbuilt_workspace(tmp_path, corpus_path):
     ws = make_workspace(tmp_path)
-    result = run_cli(ws, corpus_path, "bench", "--dry-run", "--configfile", "config/smoke.yaml", "--runs", "1")
+    result = dry_run_bench(ws, corpus_path, "--configfile", "config/smoke.yaml", "--runs", "1")
     assert result.returncode != 0
     assert "not a built workspace" in result.stderr and "snakemake --cores all" in result.stderr
 
 
-def run_cli(ws: Path, corpus_path: Path, *args: str):
-    return attnlab(*args, cwd=ws, env={"ATTNLAB_CORPUS": corpus_path, "PYTHONPATH": ws / "src"})
+def dry_run_bench(ws: Path, corpus_path: Path, *args: str):
+    return run([REPO / "benchmarks" / "dry_run.py", *args], cwd=ws,
+               env={"ATTNLAB_CORPUS": corpus_path, "PYTHONPATH": ws / "src"})
 
 
 def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):

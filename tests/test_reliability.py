@@ -20,7 +20,7 @@ import yaml
 
 from attnlab.core.bundle_format import BundleError
 from attnlab.core.config import ConfigError, cell_slice, load_config, validate_config
-from attnlab.pipeline.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.pipeline.plan.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 from processes import (QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args,
@@ -41,9 +41,10 @@ def run_train(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003",
 
 def train_here(cfg: dict, out: Path, corpus: Path, variant="softmax", lr=3e-3) -> dict:
     """The trainer's work in this process (what its main runs), for tests about numbers, not processes."""
+    from attnlab.core.cell_key import CellKey
     from attnlab.training.train import run_cell
 
-    run_cell(cfg, variant, lr, 0, corpus, out, log=lambda *_: None)
+    run_cell(cfg, CellKey.of(variant, lr, 0), corpus, out, log=lambda *_: None)
     return read_bundle(out)
 
 
@@ -156,7 +157,7 @@ CACHE_SPELLINGS = """
 import os, sys
 from pathlib import Path
 import jax
-from attnlab.training.train import COMPILE_CACHE_ENV, configure_runtime
+from attnlab.training.runtime import COMPILE_CACHE_ENV, configure_runtime
 for given in sys.argv[1:]:
     if given.startswith("env:"):
         os.environ[COMPILE_CACHE_ENV] = given[4:]

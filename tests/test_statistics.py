@@ -15,7 +15,7 @@ from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics, tables
 from attnlab.pipeline.claims.scale import is_ladder_row
-from attnlab.pipeline.grid import grid
+from attnlab.pipeline.plan.grid import grid
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from claim_frames import on_protocol
 

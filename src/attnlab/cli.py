@@ -15,14 +15,6 @@ from attnlab.core.cell import at_least_one, checkpoint_root_problem
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
-    if argv[:1] == ["bench"] and "--dry-run" in argv:  # JAX-free: times Snakemake, not training
-        from attnlab.pipeline import dry_run_bench
-
-        return dry_run_bench.main(argv[1:])
-    if argv[:1] == ["bench"]:  # the benchmark has its own options (attnlab bench --help)
-        from attnlab.training import bench
-
-        return bench.main(argv[1:])
     parser = argparse.ArgumentParser(prog="attnlab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -47,8 +39,6 @@ def main(argv: list[str] | None = None) -> int:
     f = sub.add_parser("fetch", help="download (or copy a local) corpus and verify its sha256")
     f.add_argument("--config", required=True, type=Path)
     f.add_argument("--out", type=Path, default=Path("results/data/corpus.txt"))
-
-    sub.add_parser("bench", help="time training steps against a plain loop (attnlab bench --help)")
 
     args = parser.parse_args(argv)
     if getattr(args, "checkpoint_dir", None) is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
@@ -92,16 +82,17 @@ def train(cfg: dict, args) -> int:
     from attnlab.core.fingerprint import training_fingerprint
     from attnlab.training.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
 
-    check_cell(args.variant, args.lr, args.seed)
-    check_out_dir(args.out, args.variant, args.lr, args.seed)
+    key = check_cell(args.variant, args.lr, args.seed)
+    check_out_dir(args.out, key)
     corpus = fetch_corpus(cfg["data"], args.corpus)
     from attnlab.training.disk_full import DiskFullError
-    from attnlab.training.train import configure_runtime, run_cell
+    from attnlab.training.runtime import configure_runtime
+    from attnlab.training.train import run_cell
 
     configure_runtime(args.threads, args.compile_cache)
     try:
-        run_cell(cell_slice(cfg), args.variant, args.lr, args.seed, corpus, args.out,
-                 checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant))
+        run_cell(cell_slice(cfg), key, corpus, args.out, checkpoint_dir=args.checkpoint_dir,
+                 code_fingerprint=training_fingerprint(args.variant))
     except DiskFullError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@ rule fetch_corpus:
     output:
         corpus=paths.CORPUS,
     params:
-        identity=data_identity,
+        identity=PLAN.data_identity,
     log:
         str(paths.log("fetch_corpus")),
     message:

@@ -4,26 +4,17 @@
 # entries), the ledger's scale rows and the writeup's Scale section. Both rules read the study's cells as its
 # study table does (studies.smk).
 
-from types import SimpleNamespace  # noqa: E402
-
-LADDER = attnlab_studies.LADDER in STUDIES
-LADDER_TABLES = [str(paths.TABLES / f) for name in ("ladder", "ladder_seeds") for f in table_contract.files(name)]
-LADDER_CLAIMS = [str(paths.TABLES / f) for f in table_contract.files("ladder_claims")]
-# What a build with a ladder adds to rule all, the ledger and the writeup (nothing without one).
-LADDER_OUTPUTS = LADDER_TABLES + LADDER_CLAIMS if LADDER else []
-_LADDER = SimpleNamespace(study=attnlab_studies.LADDER)  # the wildcards of the ladder's study table
-
-if LADDER:
+if PLAN.ladder:
 
     rule ladder_table:
         input:
-            bundles=lambda wildcards: study_cells(_LADDER),
-            expected=EXPECTED_STUDY[attnlab_studies.LADDER],
+            bundles=PLAN.ladder_cells,
+            expected=PLAN.ladder_expectation(),
         output:
-            tables=LADDER_TABLES,
+            tables=PLAN.ladder_tables,
         params:
-            code=pipeline_code("attnlab.pipeline.tables.ladder"),
-            study=lambda wildcards: study_json(_LADDER),
+            code=PLAN.pipeline_code("attnlab.pipeline.tables.ladder"),
+            study=PLAN.ladder_json,
             out=paths.TABLES,
         log:
             str(paths.log("ladder_table")),
@@ -36,13 +27,13 @@ if LADDER:
 
     rule ladder_claims:
         input:
-            bundles=lambda wildcards: study_cells(_LADDER),
-            expected=EXPECTED_STUDY[attnlab_studies.LADDER],
+            bundles=PLAN.ladder_cells,
+            expected=PLAN.ladder_expectation(),
         output:
-            tables=LADDER_CLAIMS,
+            tables=PLAN.ladder_claims,
         params:
-            code=pipeline_code("attnlab.pipeline.claims.rungs"),
-            study=lambda wildcards: study_json(_LADDER),
+            code=PLAN.pipeline_code("attnlab.pipeline.claims.rungs"),
+            study=PLAN.ladder_json,
             out=paths.TABLES,
         log:
             str(paths.log("ladder_claims")),

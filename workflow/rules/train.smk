@@ -9,13 +9,13 @@ rule train_cell:
     output:
         bundle=directory(str(paths.CELL_PATTERN)),
     params:
-        cell=cell_config_json,
-        code=training_code,
-        checkpoints=checkpoint_root,
+        cell=PLAN.cell_config,
+        code=PLAN.training_code,
+        checkpoints=PLAN.checkpoint_root,
         cache=paths.COMPILE_CACHE,
     threads: 1
     resources:
-        mem_mb=train_mem_mb,
+        mem_mb=PLAN.train_mem_mb,
     log:
         str(paths.TRAIN_LOG_PATTERN),
     message:
@@ -31,11 +31,11 @@ rule train_cell:
 
 checkpoint select_lr:
     input:
-        bundles=sweep_cells,
+        bundles=PLAN.sweep_cells,
     output:
         choice=str(paths.SELECTED_LR_PATTERN),
     params:
-        code=pipeline_code("attnlab.pipeline.tables"),
+        code=PLAN.pipeline_code("attnlab.pipeline.tables"),
     log:
         str(paths.log("select_lr", "{variant}")),
     message:

@@ -13,6 +13,7 @@ import argparse
 import math
 from pathlib import Path
 
+from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import check_variant
 
@@ -20,13 +21,14 @@ SEED_BITS = 32
 SEED_LIMIT = 2**SEED_BITS  # seeds are 0 <= s < 2^32 (numpy's and JAX's seed range)
 
 
-def check_cell(variant: str, lr: float, seed: int) -> None:
-    """Refuse a bad cell, naming the option and the fix."""
+def check_cell(variant: str, lr: float, seed: int) -> CellKey:
+    """The cell's key, or a refusal naming the option and the fix."""
     check_variant(variant)
     if not (lr > 0 and math.isfinite(lr)):
         raise ConfigError(f"--lr must be a positive, finite number, got {lr}")
     if not 0 <= seed < SEED_LIMIT:
         raise ConfigError(f"--seed must be in 0 <= seed < 2^{SEED_BITS}, got {seed}")
+    return CellKey.of(variant, lr, seed)
 
 
 def kv_heads_problem(kv_heads: int, heads: int) -> str | None:

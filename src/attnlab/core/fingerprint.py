@@ -39,7 +39,6 @@ hand is ignored whole. A lost, corrupt or foreign cache only costs the parse.
 from __future__ import annotations
 
 import ast
-import atexit
 import hashlib
 import json
 import os
@@ -49,6 +48,9 @@ from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 import yaml
+
+from attnlab.core import fact_cache
+from attnlab.core.fact_cache import FactCache
 
 PACKAGE = "attnlab"
 SRC = Path(__file__).resolve().parents[2]  # the folder that holds the attnlab package
@@ -297,77 +299,26 @@ def _data_text(path: Path) -> str:
     return f"sha256={_sha(path)}"
 
 
-# ---- the cache of what file bytes imply
+# ---- the cache of what file bytes imply (attnlab.core.fact_cache)
 
 
 def _scanner_digest() -> str:
-    """sha256 of this module's own source: a change to how files are read empties every cache."""
-    return hashlib.sha256(Path(__file__).read_bytes()).hexdigest()
+    """sha256 of the scanner's source (this module and the cache's): a change to how files are read empties every
+    cache."""
+    return hashlib.sha256(b"".join(Path(m.__file__).read_bytes() for m in (sys.modules[__name__], fact_cache))
+                          ).hexdigest()
 
 
-class _FactCache:
-    """What file bytes imply, keyed by their sha256; optionally kept in a JSON file between processes.
-
-    A save keeps only the entries this process used, so the file tracks the checkout, not its history.
-    The file is trusted only whole: its tag must name this Python and this scanner, and its checksum
-    must match its entries."""
-
-    def __init__(self):
-        self.entries: dict = {}
-        self.checked: dict[str, dict] = {}  # facts key -> its facts, read and checked once in this process
-        self.used: set[str] = set()
-        self.path: Path | None = None
-        self.dirty = False
-        self.tag = f"{CACHE_FORMAT}:{sys.version_info[0]}.{sys.version_info[1]}:{_scanner_digest()}"
-
-    def load(self, path: Path) -> None:
-        self.path = Path(path)
-        try:
-            stored = json.loads(self.path.read_text())
-        except (OSError, ValueError):
-            return  # absent or unreadable: start empty, the parse is the fallback
-        if not (isinstance(stored, dict) and stored.get("tag") == self.tag and isinstance(stored.get("entries"), dict)):
-            return  # another Python, another scanner, or not a cache at all
-        if stored.get("checksum") != _checksum(self.tag, stored["entries"]):
-            return  # edited since it was written: none of it is trusted
-        self.entries = {**stored["entries"], **self.entries}
-
-    def get(self, key: str):
-        if key in self.entries:
-            self.used.add(key)
-        return self.entries.get(key)
-
-    def put(self, key: str, value) -> None:
-        self.entries[key] = value
-        self.used.add(key)
-        self.dirty = True
-
-    def save(self) -> None:
-        if self.path is None or not self.dirty:
-            return
-        from attnlab.core.io import atomic_write_text
-
-        try:
-            kept = {key: self.entries[key] for key in self.used}
-            atomic_write_text(self.path, json.dumps(
-                {"tag": self.tag, "entries": kept, "checksum": _checksum(self.tag, kept)}, sort_keys=True))
-            self.dirty = False
-        except OSError:
-            pass  # a read-only workspace just parses again next time
+def _new_cache() -> FactCache:
+    return FactCache(_scanner_digest(), CACHE_FORMAT)
 
 
-def _checksum(tag: str, entries: dict) -> str:
-    return hashlib.sha256(json.dumps([tag, entries], sort_keys=True).encode()).hexdigest()
-
-
-_CACHE = _FactCache()
+_CACHE = _new_cache()
 
 
 def persist_to(path: Path) -> None:
     """Keep parse results in `path` between runs (written atomically when the process exits)."""
-    if _CACHE.path is None:
-        atexit.register(_CACHE.save)
-    _CACHE.load(path)
+    _CACHE.persist_to(path)
 
 
 def save_cache() -> None:

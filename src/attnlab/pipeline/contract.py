@@ -143,17 +143,25 @@ _TABLES = (
              "a3_gate_init", "series", "interval_note"), open=True),
     # Every check of the ledger run on one point's cells alone (attnlab.pipeline.claims.rungs): its verdict
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
-    Table("ladder_claims", "ladder", "one check of the ledger at one point of the ladder",
+    Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "verdict", "measured", "interval",
            "seeds", "protocol", "lean"), open=True),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",
           COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),
+    # The composability study's verdict on A3 ({"a3": verdict text}), which the ledger's composability row reads.
+    Table("composability_verdict", "composability", "the study's verdict per variant", ("a3",), formats=("json",)),
 )
 TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
+LEDGER = "ledger"  # the claims ledger's own table
 # Tables the ledger reads where the build ran that study (the composability study, the scale ladder).
 LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims")
+
+
+def written_by(step: str) -> tuple[str, ...]:
+    """The tables one step writes, in the contract's order (a rule's outputs: attnlab.pipeline.plan)."""
+    return tuple(t.name for t in _TABLES if t.step == step)
 
 
 def columns(name: str) -> list[str]:

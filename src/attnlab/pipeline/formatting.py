@@ -93,14 +93,9 @@ def fixed(value, digits: int = 3) -> str:
     return f"{float(value):.{digits}f}" if finite(value) else MISSING
 
 
-def posts_lr(value) -> str:
-    """An LR as the posts write it: 3e-4, 1e-2, 2.5e-3."""
-    mantissa, exponent = f"{float(value):.3e}".split("e")
-    return f"{mantissa.rstrip('0').rstrip('.')}e{int(exponent)}"
-
-
 def lr_text(lr, choice: str = "given") -> str:
-    """An LR as every table shows it: its exact text, '0.01 (auto)' when the sweep chose it."""
+    """An LR as the tables, the ledger, the figures and the trainer's log show it: its exact text (the text that
+    names its folder, attnlab.core.bundle_format.format_lr), '0.01 (auto)' when the sweep chose it."""
     if not finite(lr):
         return MISSING
     return format_lr(float(lr)) + (" (auto)" if choice == "auto" else "")

@@ -25,6 +25,7 @@ import numpy as np
 
 from attnlab.core.bundle_format import (BUNDLE_FILE, CURVE_COLUMNS, DATA_FILES, manifest_name_is_inside, sealed,
                                         sha256_file)
+from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, jsonable
 from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
@@ -33,7 +34,7 @@ NOTHING_TRAINED = "nothing was trained"
 SHOWN = 6  # foreign paths named in a refusal; the rest are counted
 
 
-def check_out_dir(out: Path, variant: str, lr: float, seed: int, outcome: str = NOTHING_TRAINED) -> Path:
+def check_out_dir(out: Path, key: CellKey, outcome: str = NOTHING_TRAINED) -> Path:
     """Refuse an --out that is neither absent nor only an earlier bundle of this cell; `outcome` ends the message.
 
     Called before any training and again just before the swap. An earlier
@@ -49,7 +50,7 @@ def check_out_dir(out: Path, variant: str, lr: float, seed: int, outcome: str = 
     if out.is_dir() and not out.is_symlink():
         summary = _earlier_summary(out)
         if summary is not None and (summary.get("variant"), _as_float(summary.get("lr")), summary.get("seed")) \
-                == (variant, float(lr), int(seed)):
+                == (key.variant, key.lr_value, key.seed):
             foreign = foreign_paths(out, summary)
             if not foreign:
                 return out
@@ -59,7 +60,7 @@ def check_out_dir(out: Path, variant: str, lr: float, seed: int, outcome: str = 
                 f"bundle is replaced only when nothing else is there, so move those out or pick another --out "
                 f"({outcome})")
     raise ConfigError(
-        f"--out {out} already exists and is not an earlier bundle of {variant} lr={lr:g} seed={seed}; "
+        f"--out {out} already exists and is not an earlier bundle of {key.label()}; "
         f"--out must not exist yet or hold only such a bundle, so pick another path ({outcome})"
     )
 
@@ -122,7 +123,7 @@ def write_bundle(out: Path, summary: dict, curve: list, telemetry: dict, attenti
                       for f in sorted((staging / "params").rglob("*")) if f.is_file()}
             atomic_write_json(staging / BUNDLE_FILE, sealed(dict(summary, files=files), default=jsonable))
         # still only ours to replace? (a user may have added a file while the cell trained)
-        check_out_dir(out, summary["variant"], summary["lr"], summary["seed"],
+        check_out_dir(out, CellKey.of(summary["variant"], summary["lr"], summary["seed"]),
                       outcome=f"the new bundle was not written and {out} is as it was")
         _replace_bundle(staging, out, log)
     except BaseException as err:

@@ -17,6 +17,7 @@ from pathlib import Path
 import orbax.checkpoint as ocp
 
 from attnlab.core.bundle_format import cell_dir
+from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
 from attnlab.training.folder_lock import FolderLock
@@ -27,9 +28,9 @@ TMP_SUFFIX = ".orbax-checkpoint-tmp"  # how Orbax names a checkpoint still being
 
 
 class ResumeCheckpoints:
-    def __init__(self, root: Path | None, variant: str, lr: float, seed: int):
+    def __init__(self, root: Path | None, key: CellKey):
         self.root = Path(root).resolve() if root else None
-        self.directory = cell_dir(self.root, variant, lr, seed) if self.root else None
+        self.directory = cell_dir(self.root, key.variant, key.lr, key.seed) if self.root else None
         self._manager = None
         self._lock = None
         if self.directory is None:

@@ -12,7 +12,7 @@ import pandas as pd
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, contest_row, judged,
-                                            posts_lr, stability_text, table_of, untestable)
+                                            lr_text, stability_text, table_of, untestable)
 from attnlab.pipeline.contract import A3_GATE_INIT, at_lr
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, describe, every, one_sided
 
@@ -119,7 +119,7 @@ def _a3_sharpening_note(table: pd.DataFrame, diff: np.ndarray) -> str:
     """What does A3's sharpening: the gate G (vs its init) or the bias B's spread over keys."""
     parts = []
     if {"a3_lr", "softmax_lr"} <= set(table.columns):
-        parts.append(f"A3 at {posts_lr(table.a3_lr.iloc[0])}, softmax at {posts_lr(table.softmax_lr.iloc[0])}")
+        parts.append(f"A3 at {lr_text(table.a3_lr.iloc[0])}, softmax at {lr_text(table.softmax_lr.iloc[0])}")
     if "a3_gate_mean" in table and table.a3_gate_mean.notna().any():
         init = float(table.a3_gate_init.iloc[0]) if "a3_gate_init" in table else A3_GATE_INIT
         parts.append(f"gate G per layer {', '.join(f'{g:.2f}' for g in table.a3_gate_mean)} (init {init:.3f}; "

@@ -7,7 +7,7 @@ import math
 
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, posts_lr, table_of, untestable
+from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, lr_text, table_of, untestable
 from attnlab.pipeline.statistics import describe, every, one_sided
 
 RULE = pp.Rule("(a control no post runs)", "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
@@ -38,7 +38,7 @@ def a3_gain_is_per_token(t, pub, protocol) -> Claim:
         claim.measured += f" (softmax_t closes {share:.0%} of A3's gain, seed means)"
     else:
         claim.measured += ": A3 does not beat softmax"
-    lrs = ", ".join(f"{v} at {posts_lr(table[f'{v}_lr'].iloc[0])}" for v in ("softmax", "a3", "softmax_t")
+    lrs = ", ".join(f"{v} at {lr_text(table[f'{v}_lr'].iloc[0])}" for v in ("softmax", "a3", "softmax_t")
                     if f"{v}_lr" in table and str(table[f"{v}_lr"].iloc[0]) not in ("–", "nan"))
     notes = [lrs] if lrs else []
     if "a3_heads_gain" in table and table.a3_heads_gain.notna().any():

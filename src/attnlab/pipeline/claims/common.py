@@ -11,7 +11,7 @@ import pandas as pd
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as preconditions
 from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.formatting import posts_lr  # noqa: F401  (re-exported: how the checks write an LR)
+from attnlab.pipeline.formatting import lr_text  # noqa: F401  (re-exported: how the checks write an LR)
 from attnlab.pipeline.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
 from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
                                          INCONCLUSIVE, Estimate, Verdict, inconclusive_at, interval_text,
@@ -154,8 +154,7 @@ def contest_lr_text(t, variant) -> str:
     row = contest_row(t, variant)
     if row is None:
         return "?"
-    auto = " (auto)" if str(row.get("lr_choice", "")) == "auto" else ""
-    return posts_lr(row.lr) + auto
+    return lr_text(row.lr, str(row.get("lr_choice", "")))
 
 
 def contest_losses(t, variant) -> dict[int, float]:

@@ -13,7 +13,7 @@ import pandas as pd
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, contest_losses,
-                                            contest_lr_text, judged, judged_by_count, pct, posts_lr,
+                                            contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
 from attnlab.pipeline.contract import at_lr
 from attnlab.pipeline.statistics import CONFIDENCE, describe, every, in_range, one_sided
@@ -94,9 +94,9 @@ def _best_lr_gaps(t) -> str:
             continue
         bounds = (f"{CONFIDENCE:.0%} CI [{row.gap_ci_low:+.2%}, {row.gap_ci_high:+.2%}]"
                   if np.isfinite(row.gap_ci_low) else str(row.interval_note))
-        parts.append(f"{row.variant} at {posts_lr(row.best_lr)} {row.gap_vs_softmax:+.2%} ({bounds})")
+        parts.append(f"{row.variant} at {lr_text(row.best_lr)} {row.gap_vs_softmax:+.2%} ({bounds})")
     if parts and len(soft):
-        parts[-1] += f", softmax at {posts_lr(soft.best_lr.iloc[0])}"
+        parts[-1] += f", softmax at {lr_text(soft.best_lr.iloc[0])}"
     return "; ".join(parts)
 
 
@@ -122,7 +122,7 @@ def _outside(sweep: pd.DataFrame, pub) -> str:
     kept = set(in_post_range(sweep, pub).lr) if not sweep.empty else set()
     out = sorted(set(sweep.lr) - kept) if not sweep.empty else []
     low, high = post_range(pub)
-    return (f"{', '.join(posts_lr(x) for x in out)} outside the post's {posts_lr(low)}–{posts_lr(high)}, left out"
+    return (f"{', '.join(lr_text(x) for x in out)} outside the post's {lr_text(low)}–{lr_text(high)}, left out"
             if out else "")
 
 
@@ -138,7 +138,7 @@ def loss_noise(t, variant) -> tuple[statistics.Estimate, str]:
         sizes = {lr: cells for lr, cells in by_lr}
         lr = max(sizes, key=lambda k: len(sizes[k]), default=None)
         losses = dict(zip(sizes[lr].seed, sizes[lr].best_val_loss)) if lr is not None else {}
-        source = f"{variant}'s sweep seeds at {posts_lr(lr)}" if lr is not None else source
+        source = f"{variant}'s sweep seeds at {lr_text(lr)}" if lr is not None else source
     values = np.asarray(list(losses.values()), dtype=float)
     relative = values / values.mean() * math.sqrt(2) if len(values) else values
     return statistics.mean_interval(relative, list(losses)), f"{source}, relative and ×√2 for a band"
@@ -162,7 +162,7 @@ def band_estimate(t, variant, sweep: pd.DataFrame) -> statistics.Estimate:
 
 def _lrs_note(sweep) -> str:
     return f"sweep seeds {' '.join(map(str, sorted(set(sweep.seed))))}, LRs " + ", ".join(
-        posts_lr(x) for x in sorted(set(sweep.lr)))
+        lr_text(x) for x in sorted(set(sweep.lr)))
 
 
 def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
@@ -187,11 +187,11 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     death_verdict = statistics.count_verdict(len(died), len(seeds), MOST)
     fmt = lambda x: f"{x:.2%}"  # noqa: E731
     trained = [s for s in seeds if not bool(top.loc[s, "diverged"])]
-    at_top = (f"; at 1e-2 {float(top.loc[trained, 'best_val_loss'].mean()):.4f}, "
+    at_top = (f"; at {lr_text(DEATH_LR)} {float(top.loc[trained, 'best_val_loss'].mean()):.4f}, "
               f"{float((top.loc[trained, 'best_val_loss'] - best_other[trained]).mean()):+.4f} nats over its best "
               "other LR" if trained else "")
-    claim.measured = (f"band {describe(band, fmt)}; {statistics.count_text(len(died), len(seeds), 'died at 1e-2')}"
-                      + at_top)
+    deaths = statistics.count_text(len(died), len(seeds), f"died at {lr_text(DEATH_LR)}")
+    claim.measured = f"band {describe(band, fmt)}; {deaths}" + at_top
     claim.note = "; ".join(filter(None, [_lrs_note(sweep), _outside(full, pub)]))
     judged_by_count(claim, len(died), len(seeds), "died", MOST)  # the interval column: the count's
     claim.interval = f"band: {statistics.interval_text(band, fmt)}; deaths: {claim.interval}"
@@ -214,7 +214,7 @@ def _published_band(column: dict, exclude: float | None = None) -> str:
 def kernel_lr_band(t, pub, protocol) -> Claim:
     pub_band = pub["lr_sweep"]["yat"]
     claim = Claim(KERNEL_POST, "the kernel's whole LR column stays within about 1%", BAND_RULE.text(), "–",
-                  f"{_published_band(pub_band)} over {', '.join(posts_lr(x) for x in pub_band)}", "")
+                  f"{_published_band(pub_band)} over {', '.join(lr_text(x) for x in pub_band)}", "")
     full = _sweep(t, "yat")
     sweep = in_post_range(full, pub)
     if sweep.empty or sweep.lr.nunique() < 2:
@@ -224,7 +224,7 @@ def kernel_lr_band(t, pub, protocol) -> Claim:
     span = max(sweep.lr) / min(sweep.lr)
     low, high = post_range(pub)
     if not math.isclose(span, high / low, rel_tol=0.01):
-        notes.append(f"this column spans {span:.3g}× in LR, the post's {posts_lr(low)}–{posts_lr(high)} "
+        notes.append(f"this column spans {span:.3g}× in LR, the post's {lr_text(low)}–{lr_text(high)} "
                      f"{high / low:.3g}×")
     soft = in_post_range(_sweep(t, "softmax"), pub)
     soft_band = _bands(soft) if not soft.empty and soft.lr.nunique() >= 2 else pd.Series(dtype=float)

@@ -15,7 +15,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged,
-                                            judged_by_count, per_seed, posts_lr, ratio, stability_text, table_of,
+                                            judged_by_count, per_seed, lr_text, ratio, stability_text, table_of,
                                             untestable)
 from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.statistics import describe, every, in_range, one_sided
@@ -81,7 +81,7 @@ def kernel_scores_larger(t, pub, protocol) -> Claim:
                   f"{ps['yat']['seed_mean_over_layers_of_max_max']:,} vs "
                   f"{ps['softmax']['seed_mean_over_layers_of_max_min']}–"
                   f"{ps['softmax']['seed_mean_over_layers_of_max_max']}", "")
-    note = (f"published yat max at LR {posts_lr(ps['yat']['max_lr'])}; the posts' 'per-layer mean' is, per seed, "
+    note = (f"published yat max at LR {lr_text(ps['yat']['max_lr'])}; the posts' 'per-layer mean' is, per seed, "
             "the mean over layers of each layer's max score (range across seeds)")
     estimate = statistics.paired(_max_scores(t, "yat"), _max_scores(t, "softmax"), ratio=True)
     if not estimate.n:
@@ -119,8 +119,8 @@ def matched_lr_scores(runs: pd.DataFrame, a: str = "yat", b: str = "yat_b") -> p
         cells = cells[~cells.diverged.fillna(False).astype(bool)]
     cells = cells[np.isfinite(cells["telemetry.max_score"].astype(float))]
     rows = []
-    for lr_text, at_lr in sorted(cells.groupby(cells.lr.map(format_lr)), key=lambda group: float(group[0])):
-        lr = float(lr_text)
+    for lr_name, at_lr in sorted(cells.groupby(cells.lr.map(format_lr)), key=lambda group: float(group[0])):
+        lr = float(lr_name)
         first = at_lr[at_lr.variant == a].groupby("seed")["telemetry.max_score"].max()
         second = at_lr[at_lr.variant == b].groupby("seed")["telemetry.max_score"].max()
         for seed in sorted(set(first.index) & set(second.index)):
@@ -133,14 +133,14 @@ def ablation_untames(t, pub, protocol) -> Claim:
     mixed, matched = ab["mixed_lr"], ab["matched_lr"]
     claim = Claim(KERNEL_POST, "the b = 0 ablation raises the max score several-fold against learned b",
                   ABLATION_RULE.text(), "–",
-                  f"{mixed['ratio']:.1f}× mixed LRs (yat {posts_lr(mixed['yat']['lr'])} {mixed['yat']['max']:,} / "
-                  f"yat_b {posts_lr(mixed['yat_b']['lr'])} {mixed['yat_b']['max']:,}); "
-                  f"≈{matched['ratio']:.1f}× at matched {posts_lr(matched['lr'])} "
+                  f"{mixed['ratio']:.1f}× mixed LRs (yat {lr_text(mixed['yat']['lr'])} {mixed['yat']['max']:,} / "
+                  f"yat_b {lr_text(mixed['yat_b']['lr'])} {mixed['yat_b']['max']:,}); "
+                  f"≈{matched['ratio']:.1f}× at matched {lr_text(matched['lr'])} "
                   f"({matched['yat']['max']:,} / {matched['yat_b']['max']:,})", "")
     tel = ab["telemetry_run"]
-    mixes = (f"the headline {mixed['ratio']:.1f}× mixes LRs (yat at {posts_lr(mixed['yat']['lr'])}, yat_b at "
-             f"{posts_lr(mixed['yat_b']['lr'])}); at one LR the published data give ≈{matched['ratio']:.1f}×, and a "
-             f"separate yat_b telemetry run (seed {tel['seed']}, {posts_lr(tel['lr'])}) reached "
+    mixes = (f"the headline {mixed['ratio']:.1f}× mixes LRs (yat at {lr_text(mixed['yat']['lr'])}, yat_b at "
+             f"{lr_text(mixed['yat_b']['lr'])}); at one LR the published data give ≈{matched['ratio']:.1f}×, and a "
+             f"separate yat_b telemetry run (seed {tel['seed']}, {lr_text(tel['lr'])}) reached "
              f"{tel['yat_b']['max']:,}, above yat there")
     pairs = matched_lr_scores(table_of(t, "runs"))
     if pairs.empty:
@@ -152,17 +152,17 @@ def ablation_untames(t, pub, protocol) -> Claim:
                                              dict(zip(cells.seed, cells.yat_b_max)), ratio=True)
     primary = max(by_lr, key=lambda lr: (by_lr[lr].n, -abs(math.log(lr / float(matched["lr"])))))
     estimate = by_lr[primary]
-    claim.measured = f"at {posts_lr(primary)}: {describe(estimate, ratio, wins=False)}"
-    others = [f"at {posts_lr(lr)} {describe(e, ratio, wins=False)}" for lr, e in by_lr.items() if lr != primary]
+    claim.measured = f"at {lr_text(primary)}: {describe(estimate, ratio, wins=False)}"
+    others = [f"at {lr_text(lr)} {describe(e, ratio, wins=False)}" for lr, e in by_lr.items() if lr != primary]
     against = [lr for lr, e in by_lr.items() if e.mean < 1]
     notes = []
     if others:
         notes.append("other LRs: " + "; ".join(others))
     if against:
-        notes.append(f"b = 0 gives the smaller max score at {', '.join(posts_lr(lr) for lr in against)} "
+        notes.append(f"b = 0 gives the smaller max score at {', '.join(lr_text(lr) for lr in against)} "
                      f"({len(against)} of {len(by_lr)} LRs)")
     claim.note = "; ".join(notes + [mixes])
-    judged(claim, one_sided(estimate, SEVERAL_FOLD, above=True), {posts_lr(primary): estimate}, ratio,
+    judged(claim, one_sided(estimate, SEVERAL_FOLD, above=True), {lr_text(primary): estimate}, ratio,
            stability_text(estimate, SEVERAL_FOLD))
     direction = (f"b = 0 gives the smaller max score: {estimate.mean:.2f}×" if estimate.mean < 1
                  else f"b = 0 raises the max score {estimate.mean:.2f}×, less than several-fold")
@@ -181,7 +181,7 @@ def mass_auroc_null(t, pub, protocol) -> Claim:
     claim.measured = "; ".join(f"{v} {describe(e, fmt, wins=False)}" for v, e in estimates.items())
     notes = []
     if "lr" in auroc:
-        notes.append(", ".join(f"{v} at {posts_lr(c.lr.iloc[0])}" for v, c in auroc.groupby("variant", sort=False)))
+        notes.append(", ".join(f"{v} at {lr_text(c.lr.iloc[0])}" for v, c in auroc.groupby("variant", sort=False)))
     if {"mass_correct_mean", "mass_wrong_mean"} <= set(auroc.columns):
         masses = auroc.groupby("variant", sort=False)[["mass_correct_mean", "mass_wrong_mean"]].mean()
         notes.append("mean kernel mass, correct vs wrong predictions: " + "; ".join(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.formatting import posts_lr
+from attnlab.pipeline.formatting import lr_text
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 OWN_BEST_LR = "each variant at its own best sweep LR"
@@ -82,9 +82,9 @@ def own_best_lr(t, variants) -> Condition:
             off.append(f"{v} has no sweep to choose its LR")
             continue
         chosen = format_lr(best.loc[v, "best_lr"])
-        shown.append(f"{v} {posts_lr(lr)}")
+        shown.append(f"{v} {lr_text(lr)}")
         if chosen != lr:
-            off.append(f"{v} at {posts_lr(lr)}, its sweep's best is {posts_lr(chosen)}")
+            off.append(f"{v} at {lr_text(lr)}, its sweep's best is {lr_text(chosen)}")
     if off:
         return Condition(OWN_BEST_LR, False, "; ".join(off))
     return Condition(OWN_BEST_LR, True, ", ".join(shown) + (" (each its sweep's best)" if shown else ""))
@@ -98,7 +98,7 @@ def inside_grid(t, variants) -> Condition:
         if v in best.index and "lr_edge" in best and isinstance(best.loc[v, "lr_edge"], str) and best.loc[v, "lr_edge"]:
             edge = best.loc[v, "lr_edge"]
             where = "the only LR of its sweep" if edge == "only" else f"the {edge} LR of its sweep grid"
-            edges.append(f"{v}'s best {posts_lr(best.loc[v, 'best_lr'])} is {where}")
+            edges.append(f"{v}'s best {lr_text(best.loc[v, 'best_lr'])} is {where}")
     if edges:
         return Condition(INSIDE_GRID, False, "; ".join(edges) + ": a better LR may lie beyond it")
     return Condition(INSIDE_GRID, True, "every best LR has sweep LRs on both sides")

@@ -11,7 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.paths import workspace_of
+from attnlab.pipeline.plan.paths import workspace_of
 
 RUNS = "runs"  # the one table whose rows point at bundles
 
@@ -33,7 +33,7 @@ def resolve_bundle(path: str, runs_path: Path) -> Path:
     return workspace / path if (workspace / path).exists() else path
 
 
-def lr_text(lrs) -> pd.Series:
+def lr_keys(lrs) -> pd.Series:
     """Each LR of a column as its exact text: the key two LRs are compared by."""
     return pd.Series(lrs).astype(float).map(format_lr)
 
@@ -48,7 +48,7 @@ def variant_order(contest: pd.DataFrame, runs: pd.DataFrame | None = None) -> li
 
 def contest_cells(runs: pd.DataFrame, contest: pd.DataFrame) -> pd.DataFrame:
     """Every seed of every variant at that variant's contest LR, in contest order."""
-    runs_lr = lr_text(runs.lr).to_numpy()
+    runs_lr = lr_keys(runs.lr).to_numpy()
     parts = []
     for row in contest.itertuples():
         cells = runs[(runs.variant == row.variant).to_numpy() & (runs_lr == format_lr(row.lr))]

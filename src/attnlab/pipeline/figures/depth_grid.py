@@ -7,7 +7,7 @@ import sys
 import matplotlib.pyplot as plt
 import numpy as np
 
-from attnlab.pipeline.bundle_reader import read_arrays
+from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.maps import draw_map, map_norm

@@ -11,7 +11,7 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
-from attnlab.pipeline.bundle_reader import read_arrays
+from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.contract import SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main

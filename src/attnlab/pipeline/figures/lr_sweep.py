@@ -12,7 +12,7 @@ from matplotlib.patches import Rectangle
 from matplotlib.transforms import blended_transform_factory
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.figures.cells import lr_text, variant_order
+from attnlab.pipeline.figures.cells import lr_keys, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, variant_color,
                                             variant_handle, variant_marker)
@@ -27,7 +27,7 @@ def seed_means(sweep: pd.DataFrame) -> pd.DataFrame:
     if sweep.empty or "seed" not in sweep or sweep.seed.nunique() <= 1:
         return sweep
     rows = []
-    for (variant, _), cells in sweep.groupby([sweep.variant, lr_text(sweep.lr).to_numpy()], sort=False):
+    for (variant, _), cells in sweep.groupby([sweep.variant, lr_keys(sweep.lr).to_numpy()], sort=False):
         diverged = cells[cells.diverged.astype(bool)]
         rows.append({"variant": variant, "lr": float(cells.lr.iloc[0]),
                      "best_val_loss": cells.best_val_loss.astype(float).mean(),
@@ -61,7 +61,7 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
         return fig, marks
     order = variant_order(contest if contest is not None else sweep, sweep)
     shown = [v for v in order if v in set(sweep.variant)]
-    contest_lr = {} if contest is None else dict(zip(contest.variant, lr_text(contest.lr)))
+    contest_lr = {} if contest is None else dict(zip(contest.variant, lr_keys(contest.lr)))
     plotted = ~sweep.diverged.astype(bool) & np.isfinite(sweep.best_val_loss.astype(float))
     failed_variants = [v for v in shown if (~plotted[sweep.variant == v]).any()]
     band = ROW_HEIGHT * len(failed_variants) + 0.04 if failed_variants else 0.0
@@ -76,7 +76,7 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
         good, bad = cells[ok], cells[~ok]
         x = good.lr.astype(float) * dodge
         ax.plot(x, good.best_val_loss, "-", color=color, lw=1.6, alpha=0.85, zorder=2)
-        chosen = (lr_text(good.lr) == contest_lr.get(variant)).to_numpy()
+        chosen = (lr_keys(good.lr) == contest_lr.get(variant)).to_numpy()
         any_chosen |= bool(chosen.any())
         ax.plot(x[~chosen], good.best_val_loss[~chosen], ls="none", marker=marker, ms=8, mfc="white", mec=color,
                 mew=1.8, zorder=3)

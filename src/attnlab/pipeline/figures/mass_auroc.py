@@ -16,8 +16,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.bundle_reader import read_arrays
-from attnlab.pipeline.figures.cells import contest_cells, lr_text, variant_order
+from attnlab.pipeline.plan.bundle_reader import read_arrays
+from attnlab.pipeline.figures.cells import contest_cells, lr_keys, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
 
@@ -33,7 +33,7 @@ def load(tables, style) -> dict:
 
 def load_mass(runs, contest, table) -> list[dict]:
     """Every contest cell with a row in the mass_auroc table: its per-token mass, correctness and the table's row."""
-    keyed = table.assign(lr=lr_text(table.lr).to_numpy()).set_index(["variant", "lr", "seed"])
+    keyed = table.assign(lr=lr_keys(table.lr).to_numpy()).set_index(["variant", "lr", "seed"])
     entries = []
     for _, row in contest_cells(runs, contest).iterrows():
         key = (row.variant, format_lr(row.lr), int(row.seed))

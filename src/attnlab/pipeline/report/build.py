@@ -12,11 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import build_manifest, contract, environment, paths
+from attnlab.pipeline import contract, environment
+from attnlab.pipeline.plan import build_manifest, paths
 from attnlab.pipeline.claims import build_protocol, published
 from attnlab.pipeline.tables import study as tables_study
 from attnlab.pipeline.tables.display import human
-from attnlab.pipeline.paths import results_dir
+from attnlab.pipeline.plan.paths import results_dir
 from attnlab.pipeline.formatting import finite, plural
 
 PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
@@ -24,7 +25,7 @@ PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     """Every table the collect step writes (the table contract), and the composability table when the build has it
-    (attnlab.pipeline.build_manifest)."""
+    (attnlab.pipeline.plan.build_manifest)."""
     tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
     if build_manifest.has_table(folder, "composability"):
         tables["composability"] = pd.read_csv(Path(folder) / "composability.csv")
@@ -33,7 +34,7 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
 
 def load_studies(folder: Path) -> dict[str, pd.DataFrame]:
     """The config's own studies' tables (study_<name>.csv), by study name, in name order: this build's studies
-    only (attnlab.pipeline.build_manifest), not one an earlier config left in the folder."""
+    only (attnlab.pipeline.plan.build_manifest), not one an earlier config left in the folder."""
     prefix = paths.study_file("")
     return {path.stem.removeprefix(prefix): pd.read_csv(path)
             for path in sorted(Path(folder).glob(f"{prefix}*.csv")) if build_manifest.has_table(folder, path.stem)}

@@ -12,8 +12,8 @@ import pandas as pd
 from attnlab.core.config import load_config
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.formatting import plural, posts_lr
-from attnlab.pipeline.paths import results_dir
+from attnlab.pipeline.formatting import plural, lr_text
+from attnlab.pipeline.plan.paths import results_dir
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 PROTOCOL_ROWS = ("parameters (softmax)", "d_model / layers / heads", "context (characters)", "batch (windows)",
@@ -27,7 +27,7 @@ def _first(runs: pd.DataFrame, key: str):
 
 
 def _lrs(values) -> str:
-    return ", ".join(posts_lr(v) for v in sorted({float(v) for v in values}))
+    return ", ".join(lr_text(v) for v in sorted({float(v) for v in values}))
 
 
 def protocol_values(model: dict, train: dict, n_params: int | None, sweep: str, seeds) -> dict[str, str]:

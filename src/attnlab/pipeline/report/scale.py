@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import build_manifest
+from attnlab.pipeline.plan import build_manifest
 from attnlab.pipeline.claims.rungs import claims_display
 from attnlab.pipeline.claims.scale import is_ladder_row, is_rung_row
 from attnlab.pipeline.contract import BASELINE
@@ -25,7 +25,7 @@ from attnlab.pipeline.tables.ladder import LADDER, ladder_display, length_series
 
 def load(folder: Path) -> dict[str, pd.DataFrame]:
     """The ladder tables of a build ({} when it has no ladder, even if an earlier config left them on disk:
-    attnlab.pipeline.build_manifest)."""
+    attnlab.pipeline.plan.build_manifest)."""
     return {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in (LADDER, "ladder_claims")
             if build_manifest.has_table(folder, name)}
 

@@ -17,7 +17,7 @@ import shlex
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
-from attnlab.pipeline.bundle_reader import read_bundle
+from attnlab.pipeline.plan.bundle_reader import read_bundle
 
 RERUN_COMMAND_ENV = "ATTNLAB_SNAKEMAKE_COMMAND"  # the Snakemake command line of this build, for the fix
 CELL_KEYS = ("variant", "lr", "seed")  # what bundle.json's config adds to the slice the cell was trained with
@@ -52,7 +52,7 @@ def check_cells(bundles: list[dict]) -> None:
 
 
 def check_in_grid(bundles: list[dict], grid: dict) -> None:
-    """Only the grid's cells (attnlab.pipeline.grid's `cells`: the sweep and the contest) are collected."""
+    """Only the grid's cells (attnlab.pipeline.plan.grid's `cells`: the sweep and the contest) are collected."""
     cells = {(v, format_lr(lr), int(s)) for v, lr, s in grid["cells"]}
     for b in bundles:
         if cell_of(b) not in cells:

@@ -26,7 +26,7 @@ from attnlab.pipeline.tables.telemetry import telemetry_tables
 
 def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path,
             expected: dict | None = None) -> dict[str, pd.DataFrame]:
-    """Every table from the grid's bundles (`grid` is attnlab.pipeline.grid.grid's); with `expected` (see
+    """Every table from the grid's bundles (`grid` is attnlab.pipeline.plan.grid.grid's); with `expected` (see
     checks.check_expected), stale bundles stop it first. Returns {name: table} in the contract's order."""
     runs, bundles = load_runs(bundle_dirs)
     check_in_grid(bundles, grid)

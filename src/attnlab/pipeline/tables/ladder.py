@@ -32,7 +32,7 @@ from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import LADDER, axis_column
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.cell_key import CellKey
+from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
 from attnlab.pipeline.tables.runs import late_gain
@@ -288,7 +288,7 @@ def write_ladder(cells: list[tuple[CellKey, dict]], out_dir: Path) -> pd.DataFra
     seeds = seed_table(cells)
     table = ladder_table(seeds)
     out_dir = Path(out_dir)
-    atomic_write_text(out_dir / "ladder_seeds.csv", seeds.to_csv(index=False))
+    atomic_write_text(out_dir / contract.files("ladder_seeds")[0], seeds.to_csv(index=False))
     write_table(table, out_dir / LADDER, ladder_display(table))
     return table
 

@@ -9,7 +9,7 @@ import pandas as pd
 import math
 
 from attnlab.core.bundle_format import BundleError
-from attnlab.pipeline.bundle_reader import read_bundle, read_curve
+from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
 from attnlab.pipeline.tables.checks import check_cells
 
 SCALAR_TYPES = (int, float, bool, str, type(None))

@@ -26,9 +26,9 @@ from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import point_text, value_text
 from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE, columns
-from attnlab.pipeline.cell_key import CellKey
-from attnlab.pipeline.paths import study_file
-from attnlab.pipeline.paths import study_runs as study_runs_path
+from attnlab.core.cell_key import CellKey
+from attnlab.pipeline.plan.paths import study_file
+from attnlab.pipeline.plan.paths import study_runs as study_runs_path
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
 from attnlab.pipeline.tables.runs import flatten
@@ -49,7 +49,7 @@ def study_runs(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
 
 def built_in_study(runs: pd.DataFrame, grid: dict) -> list[str]:
     """runs.csv's `study` column: the built-in studies each cell belongs to ('contest', 'sweep' or both,
-    space-separated), from the grid's keys (attnlab.pipeline.grid.grid)."""
+    space-separated), from the grid's keys (attnlab.pipeline.plan.grid.grid)."""
     studies: dict[CellKey, list[str]] = {}
     for key in map(CellKey.from_json, grid["keys"]):
         studies.setdefault(CellKey.of(key.variant, key.lr, key.seed), []).append(key.study)

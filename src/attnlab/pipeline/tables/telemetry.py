@@ -10,7 +10,7 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract
-from attnlab.pipeline.bundle_reader import read_arrays
+from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.tables.contest import contest_cells, trained
 

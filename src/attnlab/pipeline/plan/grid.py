@@ -15,8 +15,8 @@ from attnlab.core import studies as studies_mod
 from attnlab.core.config import AUTO, cell_slice, to_json
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline.cell_key import CellKey
-from attnlab.pipeline.paths import study_place
+from attnlab.core.cell_key import CellKey
+from attnlab.pipeline.plan.paths import study_place
 
 
 class Grid:

@@ -1,4 +1,4 @@
-"""`attnlab bench`: how fast one training step runs, against a plain research-script loop.
+"""`python benchmarks/train_step.py`: how fast one training step runs, against a plain research-script loop.
 
 For each config (smoke, default, paper model) and variant it times the
 project's loop (many steps per jitted call, batches sliced on the device,
@@ -30,11 +30,12 @@ from attnlab.core.config import load_config
 from attnlab.core.config_types import ModelConfig, model_config
 from attnlab.core.constants import TINYSHAKESPEARE_VOCAB
 from attnlab.core.variants import VARIANTS
+from attnlab.training.flops import step_flops
 from attnlab.training.batches import TRAIN_STREAM, stream_offsets, train_offsets
 from attnlab.training.model import GPT
 from attnlab.training.steps import dropout_key, make_optimizer, train_chunk, train_step
 
-REPO = Path(__file__).resolve().parents[3]  # src/attnlab/training/bench.py -> the checkout
+REPO = Path(__file__).resolve().parents[1]  # benchmarks/train_step.py -> the checkout
 CONFIGS = ("smoke", "default", "paper")
 TIMED_STEPS = {"smoke": (200, 3), "default": (50, 3), "paper": (3, 2)}  # (steps, repeats)
 QUICK_STEPS = {"smoke": (100, 2), "default": (20, 2), "paper": (1, 2)}
@@ -53,17 +54,6 @@ def matmul_rate(n: int = 1024, repeats: int = 10) -> float:
         mm(a, b).block_until_ready()
         best = min(best, time.perf_counter() - start)
     return 2 * n**3 / best / 1e9
-
-
-def step_flops(cfg: ModelConfig, batch: int) -> float:
-    """Matmul FLOPs of one training step: forward x 3 (backward costs two forwards)."""
-    tokens = batch * cfg.block_size
-    d, f, t = cfg.d_model, cfg.d_ff, cfg.block_size
-    kv = 2 * cfg.kv_head_count * cfg.d_head  # key and value widths (2d without grouped-query attention)
-    per_layer = 2 * tokens * d * (d + kv + d + 2 * f)  # q, k and v, output projection, MLP in and out
-    per_layer += 2 * 2 * batch * cfg.heads * t * t * cfg.d_head  # scores and weights @ values
-    forward = cfg.layers * per_layer + 2 * tokens * d * cfg.vocab_size  # head
-    return 3.0 * forward
 
 
 def setup(mcfg: ModelConfig, lr: float = 1e-3, seed: int = 0):
@@ -187,17 +177,7 @@ def bench_cell(name: str, cfg: dict, variant: str, tokens: np.ndarray, n_steps: 
 
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
-    if "--attention" in argv:  # one attention call, dense against blockwise (attnlab bench --attention --help)
-        from attnlab.training import attention_bench
-
-        return attention_bench.main([a for a in argv if a != "--attention"])
-    parser = argparse.ArgumentParser(prog="attnlab bench", description=__doc__)
-    parser.add_argument("--attention", action="store_true",
-                        help="instead: memory and time of one attention call, dense vs blockwise, per variant "
-                             "and sequence length (its options: attnlab bench --attention --help)")
-    parser.add_argument("--dry-run", action="store_true",
-                        help="instead: time a no-op `snakemake -n` of a built workspace against Snakemake's own "
-                             "floor, without JAX (its options: attnlab bench --dry-run --help)")
+    parser = argparse.ArgumentParser(prog="python benchmarks/train_step.py", description=__doc__)
     parser.add_argument("--quick", action="store_true",
                         help="fewer timed steps (minutes, not the full run's quarter hour)")
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=CONFIGS)

@@ -1,4 +1,4 @@
-"""`attnlab bench --dry-run`: how long a no-op `snakemake -n` takes, beside Snakemake's own floor.
+"""`python benchmarks/dry_run.py`: how long a no-op `snakemake -n` takes, beside Snakemake's own floor.
 
 A no-op dry run is what a user waits for after every edit, so its cost is a
 target (at most 2 s). Snakemake alone needs time to start and build
@@ -67,7 +67,7 @@ def config_args(configfile: Path | None, parser: argparse.ArgumentParser) -> lis
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="attnlab bench --dry-run", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python benchmarks/dry_run.py", description=__doc__)
     parser.add_argument("--dry-run", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--workdir", type=Path, default=Path("."), help="a built workspace (default: here)")
     parser.add_argument("--configfile", type=Path, default=None, help="the config it was built with")

@@ -1,4 +1,4 @@
-"""`attnlab bench --attention`: memory and time of one attention call, dense against blockwise.
+"""`python benchmarks/attention.py`: memory and time of one attention call, dense against blockwise.
 
 For each variant and sequence length it compiles one attention call (the
 score function, its normalisation and the weighted sum of values, as in the
@@ -99,7 +99,7 @@ def display(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="attnlab bench --attention", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python benchmarks/attention.py", description=__doc__)
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--lengths", nargs="+", type=int, default=list(LENGTHS))
     parser.add_argument("--batch", type=int, default=1)

@@ -1,0 +1,262 @@
+"""What every Snakemake rule reads: its inputs, outputs and params, worked out from one config.
+
+The rule files (workflow/rules/*.smk) name these attributes and methods and
+nothing else: a method that takes `wildcards` is an input, param or resource
+function, evaluated when Snakemake needs it. Contest LRs of 'auto' variants are
+read from the select_lr checkpoint through the `checkpoints` object Snakemake
+hands the Snakefile; every other value is known when the plan is built. Building
+a plan reads the config and stats the corpus; it writes nothing (the files
+collection compares bundles with are a rule's outputs, attnlab.pipeline.plan.expectation).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+from pathlib import Path
+
+from attnlab.core import fingerprint as code
+from attnlab.core import studies as studies_mod
+from attnlab.core.config import AUTO, load_config, to_json
+from attnlab.core.packages import installed_versions
+from attnlab.core.strict_yaml import parse_yaml
+from attnlab.pipeline import contract, environment
+from attnlab.pipeline.plan import figure_catalog
+from attnlab.pipeline.plan import expectation, paths
+from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
+
+TRAIN_RULE = "train_cell"
+LADDER = studies_mod.LADDER
+COMPOSABILITY = "composability"
+PUBLISHED = Path("attnlab") / "pipeline" / "published.yaml"  # under src/: the protocol the posts published at
+
+
+def quoted(value) -> str:
+    """A JSON value as one shell word."""
+    return shlex.quote(to_json(value))
+
+
+def tables(*names: str) -> list[str]:
+    """Every file of these contract tables, under results/tables."""
+    return [str(paths.TABLES / file) for name in names for file in contract.files(name)]
+
+
+class Plan:
+    """The build one config asks for. `src` is the checkout's source folder (fingerprints follow its modules);
+    `checkpoints` is Snakemake's object of that name (absent in tests, where no 'auto' LR is asked for)."""
+
+    def __init__(self, config_file: Path, src: Path, checkpoints=None):
+        self.config_file, self.src, self.checkpoints = Path(config_file), Path(src), checkpoints
+        self.config = load_config(self.config_file)
+        self.grid = Grid(self.config)  # the cells whose LR is known before any training
+        check_corpus_room(self.grid, local_corpus(self.config, paths.CORPUS))
+        self.studies = self.grid.names()
+        self.ladder = LADDER in self.studies
+        self.composability = COMPOSABILITY in self.studies
+        self.tables = tables(*contract.COLLECTED)
+        self.ledger = tables(contract.LEDGER)
+        self.study_tables = [str(path) for name in self.studies for path in
+                             [paths.study_table(name, ext) for ext in contract.DISPLAYED] + [paths.study_runs(name)]]
+        self.composability_tables = tables(*contract.written_by(COMPOSABILITY)) if self.composability else []
+        self.ladder_tables = tables(*contract.written_by(LADDER))
+        self.ladder_claims = tables(*contract.written_by("rungs"))
+        self.ladder_outputs = self.ladder_tables + self.ladder_claims if self.ladder else []
+        self.drawn = [entry for entry in figure_catalog.FIGURES if entry.drawn_for(self.studies)]
+        self.figures = [str(path) for entry in self.drawn for path in entry.output_paths().values()]
+        self.captions = [str(entry.caption) for entry in self.drawn]
+        self.expected_runs = self._expectation(expectation.RUNS, studies_mod.CONTEST, studies_mod.SWEEP)
+        self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
+        self.build_manifest = str(paths.table("build", "json"))
+        self.optional_tables = sorted(set(
+            ([COMPOSABILITY] if self.composability else [])
+            + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
+            + [paths.study_file(name) for name in self.studies]))
+        self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
+        self.lock = [str(environment.LOCK)] if environment.LOCK.is_file() else []
+        published = src / PUBLISHED
+        self.published_config = f"config/{parse_yaml(published.read_text(), str(published))['protocol']}.yaml"
+
+    def environment(self) -> dict[str, str]:
+        """Variables the rules' commands read: where the corpus comes from travels here, not in params, so a new
+        local path to the same bytes is no change (a param change reruns a rule and all that follows it)."""
+        return {"ATTNLAB_DATA_CONFIG": to_json(self.config["data"])}
+
+    # ---- code fingerprints: a rule reruns when the behaviour of code it imports changes
+
+    def pipeline_code(self, *modules: str) -> str:
+        """Fingerprint of pipeline-side modules and what they import."""
+        return code.cached_fingerprint(tuple(modules), str(self.src))
+
+    def training_code(self, wildcards) -> str:
+        """Fingerprint of the trainer, the cell's own variant module and its registry line."""
+        return code.training_fingerprint(wildcards.variant, src=self.src)
+
+    def data_identity(self, wildcards=None) -> dict:
+        """What makes the corpus the corpus: a new local path with the same bytes is no change."""
+        return {"sha256": self.config["data"]["sha256"]}
+
+    # ---- contest and sweep
+
+    def selected_lrs(self) -> dict[str, float]:
+        """Contest LRs of 'auto' variants, read from the select_lr checkpoint's outputs."""
+        chosen = {}
+        for variant in self.config["variants"]:
+            if self.config["contest"]["lr"][variant] == AUTO:
+                path = self.checkpoints.select_lr.get(variant=variant).output[0]
+                chosen[variant] = json.loads(Path(path).read_text())["lr"]
+        return chosen
+
+    def resolved_grid(self) -> Grid:
+        """The grid with every 'auto' contest LR chosen (asks the select_lr checkpoints)."""
+        return Grid(self.config, self.selected_lrs())
+
+    def known_cells(self, wildcards=None) -> list[str]:
+        """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
+        return bundles(self.grid.bundles(studies_mod.CONTEST) + self.grid.bundles(studies_mod.SWEEP))
+
+    def auto_cells(self, wildcards=None) -> list[str]:
+        """Contest cells of 'auto' variants, known once the select_lr checkpoint has run."""
+        known = set(self.known_cells())
+        return [b for b in bundles(self.resolved_grid().bundles(studies_mod.CONTEST)) if b not in known]
+
+    def grid_json(self, wildcards=None) -> str:
+        """The contest and the sweep as the collect step reads them."""
+        return quoted(grid(self.config, self.selected_lrs()))
+
+    def sweep_cells(self, wildcards) -> list[str]:
+        """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""
+        return bundles(key for key in self.grid.bundles(studies_mod.SWEEP) if key.variant == wildcards.variant)
+
+    # ---- one training cell (train_cell's wildcards: place, variant, lr, seed)
+
+    def cell_slice(self, wildcards) -> dict:
+        """The config slice of the cells in one folder (paths.place): the identity train_cell's params carry."""
+        try:
+            return self.grid.slice_at(wildcards.place)
+        except KeyError:
+            raise LookupError(f"{paths.RESULTS / wildcards.place} is no folder of this config's studies") from None
+
+    def cell_config(self, wildcards) -> str:
+        return quoted(self.cell_slice(wildcards))
+
+    def checkpoint_root(self, wildcards) -> Path:
+        """The trainer's resumable state for the cells of one folder (a Path, which Snakemake does not record as a
+        param: moving it is never a change)."""
+        return paths.checkpoint_root(wildcards.place)
+
+    def train_mem_mb(self, wildcards, attempt=1) -> int:
+        """Declared memory of one training job, scaled from its model (measured peaks: smoke 0.77 GB, default
+        0.88 GB, paper 2.94 GB on CPU). Override in a profile: set-resources train_cell:mem_mb=N."""
+        sliced = self.cell_slice(wildcards)
+        m, t = sliced["model"], sliced["train"]
+        attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
+        return int(1000 + 24 * attention_bytes / 2**20) * attempt
+
+    # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
+
+    def _expectation(self, name: str, *studies: str) -> str:
+        return str(expectation.path(name, self.expectation_content(*studies)))
+
+    def expectation_content(self, *studies: str) -> str:
+        """{"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": the rule that trains them} of
+        every folder these studies' cells are read from (attnlab.pipeline.tables.check_expected)."""
+        code_of = {variant: code.training_fingerprint(variant, src=self.src) for variant in self.config["variants"]}
+        slices = {}
+        for study in studies:
+            slices.update({str(paths.RESULTS / place): sliced for place, sliced in self.grid.slices(study).items()})
+        return to_json({"code": code_of, "slices": slices, "rule": TRAIN_RULE}) + "\n"
+
+    def study_expectation(self, wildcards) -> str:
+        return self.expected_studies[wildcards.study]
+
+    # ---- the config's own studies
+
+    def study_grid(self, name: str) -> Grid:
+        """The grid that knows this study's LRs: asks the select_lr checkpoints only when the study needs them."""
+        study = self.grid.study(name)
+        needs_choice = study.lrs is None and any(self.config["contest"]["lr"][v] == AUTO for v in study.variants)
+        return self.resolved_grid() if needs_choice else self.grid
+
+    def study_cells(self, wildcards) -> list[str]:
+        """The bundle folders of one study's cells (a shared cell: its owner's folder)."""
+        return bundles(self.study_grid(wildcards.study).bundles(wildcards.study))
+
+    def study_json(self, wildcards) -> str:
+        """The study's cells with the folder each is read from, for its table (and its params: an edit reruns it)."""
+        return self._study_json(wildcards.study)
+
+    def _study_json(self, name: str) -> str:
+        built = self.study_grid(name)
+        cells = [[key.to_json(), str(paths.cell_bundle(built.owner(key)))] for key in built.cells(name)]
+        return quoted({"name": name, "at_contest_lr": built.study(name).lrs is None, "cells": cells})
+
+    def ladder_cells(self, wildcards=None) -> list[str]:
+        return bundles(self.study_grid(LADDER).bundles(LADDER))
+
+    def ladder_json(self, wildcards=None) -> str:
+        return self._study_json(LADDER)
+
+    def ladder_expectation(self, wildcards=None) -> str:
+        return self.expected_studies[LADDER]
+
+    def composability_cells(self, wildcards=None) -> list[str]:
+        return bundles(self.study_grid(COMPOSABILITY).bundles(COMPOSABILITY))
+
+    def composability_expectation(self, wildcards=None) -> list[str]:
+        return [self.expected_studies[COMPOSABILITY]] if self.composability else []
+
+    # ---- figures (one rule per entry of the figure catalog)
+
+    def figure_style(self, wildcards=None) -> str:
+        """The `figures` config section: presentation only, never retrains."""
+        return quoted(self.config.get("figures", {}))
+
+    @staticmethod
+    def figure_outputs(entry, report) -> dict:
+        """The figure's file, as a Snakemake report item (`report` is Snakemake's function) captioned from
+        workflow/report, and an animation's poster."""
+        found = entry.output_paths()
+        outputs = {"file": report(str(found["file"]), caption=str(Path("..") / "report" / entry.caption.name),
+                                  category="Figures")}
+        if "poster" in found:
+            outputs["poster"] = str(found["poster"])
+        return outputs
+
+    @staticmethod
+    def figure_inputs(entry) -> dict[str, str]:
+        return {name: str(path) for name, path in entry.table_paths().items()}
+
+    @staticmethod
+    def figure_arguments(entry) -> str:
+        """The command line's --table NAME=PATH for each table the figure reads (their paths are its inputs)."""
+        return " ".join(shlex.quote(f"--table={name}={path}") for name, path in entry.table_paths().items())
+
+    @staticmethod
+    def figure_poster(entry) -> str:
+        return f"--poster {entry.output_paths()['poster']}" if entry.animated else ""
+
+    # ---- the writeup
+
+    def locked_versions(self, wildcards=None) -> str:
+        """The installed version of every package the lock pins (none when there is no lock), so installing other
+        versions reruns the writeup (its "Version drift" line)."""
+        if not self.lock:
+            return "{}"
+        try:
+            pinned = environment.read_lock(environment.LOCK)
+        except (OSError, UnicodeDecodeError) as err:
+            raise LookupError(f"cannot read {environment.LOCK} ({err}); restore it (git checkout constraints.txt)")
+        return to_json(installed_versions(pinned))
+
+
+def bundles(keys) -> list[str]:
+    """The bundle folders of these cells, each once, in order (a shared cell lives in its owner's folder)."""
+    return list(dict.fromkeys(str(paths.cell_bundle(key)) for key in keys))
+
+
+def export(plan: Plan, argv) -> None:
+    """Put the plan's variables in this process's environment, which the rules' commands inherit, with this build's
+    command line for the fix a stale bundle's message names (never a param: it is no input)."""
+    os.environ.update(plan.environment(), ATTNLAB_SNAKEMAKE_COMMAND=shlex.join(["snakemake", *argv[1:]]))
+

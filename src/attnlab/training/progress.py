@@ -1,0 +1,24 @@
+"""Where a cell's training stands, saved with every checkpoint as JSON so that a resumed run ends the same."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Progress:
+    """Where a cell stands; saved with every checkpoint as JSON."""
+
+    cell: str  # the cell's identity (config slice, cell, code fingerprint)
+    step: int = 0
+    curve: list = field(default_factory=list)  # [step, mean train loss since last eval, val loss, elapsed s]
+    pending_losses: list = field(default_factory=list)  # train losses since the last evaluation
+    elapsed_s: float = 0.0
+    diverged_step: int | None = None
+    resumed_from: list = field(default_factory=list)
+
+    @classmethod
+    def from_json(cls, data: dict) -> "Progress":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})

@@ -1,0 +1,149 @@
+"""The planning the rule files call (attnlab.pipeline.plan.rules): what each rule reads, worked out from a config.
+
+Ordinary Python, so it is tested here without Snakemake: building a plan writes
+nothing, its outputs are the contract's, its expectation files are named by
+their content, and the 'auto' contest LRs come from the select_lr checkpoints.
+"""
+
+from __future__ import annotations
+
+import json
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+import yaml
+
+from attnlab.core.studies import CONTEST, SWEEP
+from attnlab.pipeline import contract
+from attnlab.pipeline.plan import expectation, paths
+from attnlab.pipeline.plan.rules import Plan
+from conftest import REPO
+from processes import run
+
+SRC = REPO / "src"
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch, corpus_path):
+    """An empty workspace with the corpus where the build keeps it, as the working directory."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("ATTNLAB_CORPUS", str(corpus_path))
+    return tmp_path
+
+
+def config_file(workspace: Path, name: str = "smoke", **changes) -> Path:
+    """A copy of config/<name>.yaml with top-level sections updated by `changes` ({section: {key: value}})."""
+    cfg = yaml.safe_load((REPO / "config" / f"{name}.yaml").read_text())
+    for section, values in changes.items():
+        cfg[section] = {**cfg.get(section, {}), **values} if isinstance(values, dict) else values
+    path = workspace / f"{name}-{len(list(workspace.glob('*.yaml')))}.yaml"
+    path.write_text(yaml.safe_dump(cfg))
+    return path
+
+
+class Checkpoints:
+    """What Snakemake's `checkpoints.select_lr.get(variant=...)` gives once the checkpoint ran: its output file."""
+
+    def __init__(self, folder: Path, chosen: dict[str, float]):
+        self.select_lr, self.folder, self.chosen = self, folder, chosen
+
+    def get(self, variant):
+        path = self.folder / f"{variant}.json"
+        path.write_text(json.dumps({"lr": self.chosen[variant]}))
+        return SimpleNamespace(output=[str(path)])
+
+
+def one_word(text: str) -> str:
+    """The one shell word a param is (the rules pass JSON params to commands as such)."""
+    words = shlex.split(text)
+    assert len(words) == 1
+    return words[0]
+
+
+def files_under(folder: Path) -> set[Path]:
+    return {p.relative_to(folder) for p in folder.rglob("*")}
+
+
+def test_building_a_plan_writes_nothing(workspace):
+    path = config_file(workspace)
+    before = files_under(workspace)
+    plan = Plan(path, SRC)
+    assert files_under(workspace) == before
+    assert plan.expected_runs.startswith(str(expectation.EXPECTED)) and not Path(plan.expected_runs).exists()
+
+
+def test_the_outputs_are_the_contracts_tables(workspace):
+    plan = Plan(config_file(workspace), SRC)
+    assert plan.tables == [str(paths.TABLES / f) for name in contract.COLLECTED for f in contract.files(name)]
+    assert plan.ledger == [str(paths.table("ledger", ext)) for ext in contract.DISPLAYED]
+    assert plan.ladder == ("ladder" in plan.studies)
+    assert bool(plan.ladder_outputs) == plan.ladder
+    assert all(Path(t).name in {f for n in ("ladder", "ladder_seeds", "ladder_claims") for f in contract.files(n)}
+               for t in plan.ladder_outputs)
+    assert plan.figures and all(f.startswith(str(paths.FIGURES)) for f in plan.figures)
+
+
+def test_a_plan_without_studies_has_no_study_outputs(workspace):
+    plan = Plan(config_file(workspace, studies=[]), SRC)
+    assert plan.studies == [] and plan.study_tables == [] and plan.ladder_outputs == []
+    assert plan.composability_tables == [] and plan.composability_expectation() == []
+    assert plan.optional_tables == [] and plan.ledger_optional == []
+
+
+def test_an_expectation_is_named_by_its_content(workspace):
+    first = Plan(config_file(workspace), SRC)
+    again = Plan(config_file(workspace), SRC)
+    longer = Plan(config_file(workspace, train={"steps": 80}), SRC)
+    assert first.expected_runs == again.expected_runs
+    assert first.expected_runs != longer.expected_runs
+    content = first.expectation_content(CONTEST, SWEEP)
+    assert Path(first.expected_runs).name == f"{expectation.RUNS}-{expectation.digest(content)}.json"
+    slices = json.loads(content)["slices"]
+    assert slices[str(paths.RUNS)]["train"]["steps"] == 60
+    assert json.loads(longer.expectation_content(CONTEST, SWEEP))["slices"][str(paths.RUNS)]["train"]["steps"] == 80
+
+
+def test_write_expected_writes_the_named_content_and_refuses_another(workspace):
+    path = config_file(workspace)
+    plan = Plan(path, SRC)
+    out = workspace / plan.expected_runs
+    done = run(["-m", "attnlab.pipeline.plan.write_expected", "--config", str(path), "--out", str(out)],
+               cwd=workspace, env={"PYTHONPATH": SRC})
+    assert done.returncode == 0, done.stderr
+    assert out.read_text() == plan.expectation_content(CONTEST, SWEEP)
+    stale = out.with_name(f"{expectation.RUNS}-{'0' * expectation.DIGEST_CHARS}.json")
+    refused = run(["-m", "attnlab.pipeline.plan.write_expected", "--config", str(path), "--out", str(stale)],
+                  cwd=workspace, env={"PYTHONPATH": SRC})
+    assert refused.returncode == 2 and "changed while this build ran" in refused.stderr
+    assert not stale.exists()
+
+
+def test_auto_contest_lrs_come_from_the_select_lr_checkpoints(workspace):
+    path = config_file(workspace, "default")
+    plan = Plan(path, SRC, Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}))
+    assert plan.selected_lrs() == {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}
+    known, auto = plan.known_cells(), plan.auto_cells()
+    assert not set(known) & set(auto)
+    assert str(paths.RUNS / "yat" / "lr0.01" / "seed1") in auto  # a contest seed the sweep does not train
+    grid = json.loads(one_word(plan.grid_json()))
+    assert grid["contest_lr"]["yat"] == 1e-2
+
+
+def test_a_training_cell_gets_its_folders_slice_and_a_memory_that_grows_with_the_model(workspace):
+    plan = Plan(config_file(workspace), SRC)
+    cell = SimpleNamespace(place="runs", variant="softmax", lr="0.003", seed="0")
+    assert plan.cell_slice(cell)["train"]["steps"] == 60
+    assert json.loads(one_word(plan.cell_config(cell))) == plan.cell_slice(cell)
+    bigger = Plan(config_file(workspace, model={"block_size": 128}), SRC)
+    assert bigger.train_mem_mb(cell) > plan.train_mem_mb(cell) >= 1000
+    assert plan.train_mem_mb(cell, attempt=2) == 2 * plan.train_mem_mb(cell)
+    with pytest.raises(LookupError, match="no folder of this config's studies"):
+        plan.cell_slice(SimpleNamespace(place="studies/nowhere/x=1"))
+
+
+def test_a_training_cells_code_is_its_variants(workspace):
+    plan = Plan(config_file(workspace), SRC)
+    softmax, yat = (plan.training_code(SimpleNamespace(variant=v)) for v in ("softmax", "yat"))
+    assert softmax != yat and len(softmax) == 16 and int(softmax, 16) >= 0
