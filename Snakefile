@@ -8,6 +8,7 @@
 # DAG as to `attnlab train`. Snakemake parses a --configfile itself as well, so use that form for
 # trusted files only.
 
+
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
@@ -17,6 +18,7 @@ include: "workflow/rules/studies.smk"
 include: "workflow/rules/ladder.smk"
 include: "workflow/rules/writeup.smk"
 
+
 # On a cluster, only training is worth a job of its own: every other rule declares `localrule: True` and
 # runs on the submitting node (seconds of work; fetching the corpus needs the internet, which login nodes
 # have and compute nodes often lack).
@@ -24,7 +26,6 @@ include: "workflow/rules/writeup.smk"
 
 rule all:
     default_target: True
-    localrule: True
     input:
         tables=PLAN.tables,
         ledger=PLAN.ledger,
@@ -33,3 +34,4 @@ rule all:
         studies=PLAN.study_tables,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
+    localrule: True

@@ -8,12 +8,12 @@
 rule write_expected:
     output:
         str(expectation.PATTERN),
+    localrule: True
     params:
         config=CONFIG_FILE,
         code=PLAN.pipeline_code("attnlab.pipeline.plan.write_expected"),
     message:
         "Recording what the {wildcards.expectation} bundles must have been trained with"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.plan.write_expected --config {params.config} --out {output}"
 
@@ -25,15 +25,15 @@ rule collect_tables:
         expected=PLAN.expected_runs,
     output:
         tables=PLAN.tables,
+    log:
+        str(paths.log("collect_tables")),
+    localrule: True
     params:
         code=PLAN.pipeline_code("attnlab.pipeline.tables"),
         grid=PLAN.grid_json,
         out=paths.TABLES,
-    log:
-        str(paths.log("collect_tables")),
     message:
         "Collecting every bundle into tables"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.tables collect --grid {params.grid} --expect {input.expected} --out {params.out} "
         "{input.known} {input.auto} > {log} 2>&1"

@@ -6,9 +6,11 @@ REPO = Path(workflow.basedir)
 # The rules fingerprint this checkout's code but read the notebook and results from the working directory: a
 # build of another folder (--directory) would mix two checkouts, so it is refused before anything runs.
 if workflow.overwrite_workdir is not None and Path(workflow.overwrite_workdir).resolve() != REPO.resolve():
-    raise WorkflowError(f"--directory {workflow.overwrite_workdir}: build a workspace from inside it (cd "
-                        f"{workflow.overwrite_workdir} && snakemake --cores all), not from {REPO}: the rules' code "
-                        "is this checkout's, the notebook and results the other folder's")
+    raise WorkflowError(
+        f"--directory {workflow.overwrite_workdir}: build a workspace from inside it (cd "
+        f"{workflow.overwrite_workdir} && snakemake --cores all), not from {REPO}: the rules' code "
+        "is this checkout's, the notebook and results the other folder's"
+    )
 SRC = REPO / "src"
 # Rules run `python -m attnlab...` from this checkout whether or not it is installed.
 sys.path.insert(0, str(SRC))
@@ -35,14 +37,19 @@ from attnlab.pipeline.plan.rules import Plan, export  # noqa: E402
 # What each source file's bytes imply is kept between runs, so a no-op dry run parses nothing.
 code.persist_to(Path(".snakemake") / "attnlab" / "code-facts.json")
 try:
-    CONFIG_FILE = snakemake_config_file(workflow.overwrite_configfiles, workflow.config_settings.config,
-                                        REPO / "config" / "default.yaml", reparse=_snakemake_parse_config,
-                                        argv=sys.argv)
+    CONFIG_FILE = snakemake_config_file(
+        workflow.overwrite_configfiles,
+        workflow.config_settings.config,
+        REPO / "config" / "default.yaml",
+        reparse=_snakemake_parse_config,
+        argv=sys.argv,
+    )
     PLAN = Plan(CONFIG_FILE, SRC, checkpoints)
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config = PLAN.config
 export(PLAN, sys.argv)
+
 
 wildcard_constraints:
     place=paths.PLACE_PATTERN,

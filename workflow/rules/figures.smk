@@ -10,19 +10,19 @@ for figure in PLAN.drawn:
     rule:
         name:
             figure.rule
-        localrule: True
         input:
             **PLAN.figure_inputs(figure),
         output:
             **PLAN.figure_outputs(figure, report),
+        log:
+            str(paths.LOGS / "figures" / f"{figure.name}.log"),
+        localrule: True
         params:
             code=PLAN.pipeline_code(figure.module),
             style=PLAN.figure_style,
             module=figure.module,
             tables=PLAN.figure_arguments(figure),
             poster=PLAN.figure_poster(figure),
-        log:
-            str(paths.LOGS / "figures" / f"{figure.name}.log"),
         message:
             figure.message
         shell:

@@ -12,15 +12,15 @@ if PLAN.ladder:
             expected=PLAN.ladder_expectation(),
         output:
             tables=PLAN.ladder_tables,
+        log:
+            str(paths.log("ladder_table")),
+        localrule: True
         params:
             code=PLAN.pipeline_code("attnlab.pipeline.tables.ladder"),
             study=PLAN.ladder_json,
             out=paths.TABLES,
-        log:
-            str(paths.log("ladder_table")),
         message:
             "Collecting the scale ladder: each rung x variant, paired by seed with softmax"
-        localrule: True
         shell:
             "python -m attnlab.pipeline.tables.ladder --study {params.study} --expect {input.expected} "
             "--out {params.out} > {log} 2>&1"
@@ -31,15 +31,15 @@ if PLAN.ladder:
             expected=PLAN.ladder_expectation(),
         output:
             tables=PLAN.ladder_claims,
+        log:
+            str(paths.log("ladder_claims")),
+        localrule: True
         params:
             code=PLAN.pipeline_code("attnlab.pipeline.claims.rungs"),
             study=PLAN.ladder_json,
             out=paths.TABLES,
-        log:
-            str(paths.log("ladder_claims")),
         message:
             "Checking every claim of the ledger at each rung of the scale ladder"
-        localrule: True
         shell:
             "python -m attnlab.pipeline.claims.rungs --study {params.study} --expect {input.expected} "
             "--out {params.out} > {log} 2>&1"

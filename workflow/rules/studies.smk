@@ -11,15 +11,15 @@ rule study_table:
     output:
         tables=[str(paths.study_table("{study}", ext)) for ext in contract.DISPLAYED],
         runs=str(paths.study_runs("{study}")),
+    log:
+        str(paths.log("study_table", "{study}")),
+    localrule: True
     params:
         code=PLAN.pipeline_code("attnlab.pipeline.tables.study"),
         study=PLAN.study_json,
         out=paths.TABLES,
-    log:
-        str(paths.log("study_table", "{study}")),
     message:
         "Collecting study {wildcards.study} into its tables"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.tables.study --study {params.study} --expect {input.expected} --out {params.out} "
         "> {log} 2>&1"
@@ -31,15 +31,15 @@ rule composability_table:
         expected=PLAN.composability_expectation(),
     output:
         tables=PLAN.composability_tables,
+    log:
+        str(paths.log("composability_table")),
+    localrule: True
     params:
         code=PLAN.pipeline_code("attnlab.pipeline.composability", "attnlab.pipeline.tables"),
         heads=config["model"]["heads"],
         out=paths.TABLES,
-    log:
-        str(paths.log("composability_table")),
     message:
         "Collecting the composability study (GQA/MQA x dense/blockwise) into a table and a verdict"
-    localrule: True
     shell:
         # First every run is checked against what the grid expects of it (a stale run stops the table).
         "(python -m attnlab.pipeline.tables check --expect {input.expected} {input.bundles} && "

@@ -8,16 +8,16 @@ rule train_cell:
         corpus=paths.CORPUS,
     output:
         bundle=directory(str(paths.CELL_PATTERN)),
+    log:
+        str(paths.TRAIN_LOG_PATTERN),
+    threads: 1
+    resources:
+        mem_mb=PLAN.train_mem_mb,
     params:
         cell=PLAN.cell_config,
         code=PLAN.training_code,
         checkpoints=PLAN.checkpoint_root,
         cache=paths.COMPILE_CACHE,
-    threads: 1
-    resources:
-        mem_mb=PLAN.train_mem_mb,
-    log:
-        str(paths.TRAIN_LOG_PATTERN),
     message:
         f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
         f"in {paths.RESULTS}/{{wildcards.place}}"
@@ -34,12 +34,12 @@ checkpoint select_lr:
         bundles=PLAN.sweep_cells,
     output:
         choice=str(paths.SELECTED_LR_PATTERN),
-    params:
-        code=PLAN.pipeline_code("attnlab.pipeline.tables"),
     log:
         str(paths.log("select_lr", "{variant}")),
+    localrule: True
+    params:
+        code=PLAN.pipeline_code("attnlab.pipeline.tables"),
     message:
         "Choosing {wildcards.variant}'s contest LR from its sweep"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.tables select-lr --out {output.choice} {input.bundles} > {log} 2>&1"

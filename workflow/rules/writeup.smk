@@ -8,14 +8,14 @@
 rule build_manifest:
     output:
         PLAN.build_manifest,
+    log:
+        str(paths.log("build_manifest")),
+    localrule: True
     params:
         tables=PLAN.optional_tables,
         code=PLAN.pipeline_code("attnlab.pipeline.plan.build_manifest"),
-    log:
-        str(paths.log("build_manifest")),
     message:
         "Listing this build's optional tables"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.plan.build_manifest --out {output} {params.tables} > {log} 2>&1"
 
@@ -27,16 +27,16 @@ rule ledger:
         ladder=PLAN.ladder_outputs,
     output:
         ledger=PLAN.ledger,
+    log:
+        str(paths.log("ledger")),
+    localrule: True
     params:
         code=PLAN.pipeline_code("attnlab.pipeline.claims"),
         tables=paths.TABLES,
         out=paths.TABLES / contract.LEDGER,
         optional=PLAN.ledger_optional,  # what it reads of the optional tables
-    log:
-        str(paths.log("ledger")),
     message:
         "Checking each claim of the posts against the tables (the claims ledger)"
-    localrule: True
     shell:
         "python -m attnlab.pipeline.claims --tables {params.tables} --out {params.out} --optional {params.optional} "
         "> {log} 2>&1"
@@ -59,6 +59,9 @@ rule writeup:
     output:
         notebook=str(paths.WRITEUP_NOTEBOOK),
         html=str(paths.WRITEUP_HTML),
+    log:
+        str(paths.log("writeup")),
+    localrule: True
     params:
         code=PLAN.pipeline_code(
             "attnlab.pipeline.claims",
@@ -69,11 +72,8 @@ rule writeup:
         environment=PLAN.locked_versions,
         results=paths.RESULTS,
         scratch=paths.WRITEUP / ".build.XXXXXX",
-    log:
-        str(paths.log("writeup")),
     message:
         "Executing the writeup notebook"
-    localrule: True
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
