@@ -14,6 +14,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics, tables
+from attnlab.pipeline import estimate_text
 from attnlab.pipeline.claims.scale import is_ladder_row
 from attnlab.pipeline.plan.grid import grid
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
@@ -87,8 +88,8 @@ def test_one_seed_has_no_interval_and_says_so():
     estimate = statistics.paired({0: 1.40}, {0: 1.45})
     assert estimate.n == 1 and not estimate.has_interval and math.isnan(estimate.low)
     assert estimate.reason == statistics.ONE_SEED
-    assert statistics.interval_text(estimate) == statistics.ONE_SEED
-    assert statistics.describe(estimate) == f"-0.0500 ({statistics.ONE_SEED})"
+    assert estimate_text.interval_text(estimate) == statistics.ONE_SEED
+    assert estimate_text.describe(estimate) == f"-0.0500 ({statistics.ONE_SEED})"
     assert statistics.paired({0: 1.0}, {1: 1.0}).reason == statistics.NO_SEED
 
 

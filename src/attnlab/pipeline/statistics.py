@@ -12,7 +12,8 @@ A claim is checked by where the interval lies against what the claim says:
 inside it, the claim holds; outside it, the claim is contradicted; across its
 edge, the result is inconclusive, and the observed spread says about how many
 seeds would settle it. This module is the only place an interval is computed:
-the tables, the claims ledger, the figures and the writeup all call it.
+the tables, the claims ledger, the figures and the writeup all call it; how an
+estimate is written is attnlab.pipeline.estimate_text.
 """
 
 from __future__ import annotations
@@ -172,13 +173,6 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
         if lo > share or hi < share:
             return Verdict(INCONCLUSIVE, "", m)
     return Verdict(INCONCLUSIVE, "", None)
-
-
-def count_text(k: int, n: int, event: str) -> str:
-    """'diverged on 2 of 3 seeds (share 95% CI [0.09, 0.99], exact binomial)'."""
-    low, high = count_interval(k, n)
-    return (f"{event} on {k} of {n} seed{'s' if n != 1 else ''} (share {CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}], "
-            "exact binomial)")
 
 
 def slope_with_seed_effect(points: Mapping) -> Estimate:
@@ -352,39 +346,6 @@ def verdict_word(verdict: str) -> str:
     """The verdict without its protocol: 'not testable at smoke' -> 'not testable'."""
     text = str(verdict)
     return next((word for word in VERDICTS if text.startswith(word)), text)
-
-
-# ---- text
-
-
-def interval_text(estimate: Estimate, fmt=None) -> str:
-    """'95% CI [a, b]' in `fmt` (a callable of one number), or why there is none."""
-    if not estimate.has_interval:
-        return estimate.reason
-    fmt = fmt or number_text(estimate)
-    return f"{CONFIDENCE:.0%} CI [{fmt(estimate.low)}, {fmt(estimate.high)}]"
-
-
-def describe(estimate: Estimate, fmt=None, unit: str = "", wins: bool = True) -> str:
-    """'−0.0330 nats, 95% CI [−0.041, −0.025], 3 seeds, wins 3/3', or '+0.0120 nats (one seed: no interval)'."""
-    if estimate.n == 0:
-        return NO_SEED
-    fmt = fmt or number_text(estimate)
-    text = f"{fmt(estimate.mean)}{' ' + unit if unit else ''}"
-    if not estimate.has_interval:
-        return f"{text} ({estimate.reason})"
-    seeds = "one seed against the seed spread" if estimate.noise else f"{estimate.n} seeds"
-    text += f", {interval_text(estimate, fmt)}, {seeds}"
-    if wins and estimate.wins is not None:
-        text += f", wins {estimate.wins_text}"
-    return text
-
-
-def number_text(estimate: Estimate):
-    """How the numbers of an estimate are written: a ratio as '5.67×', a difference signed to 4 decimals."""
-    if estimate.ratio:
-        return lambda x: f"{x:,.3g}×"
-    return lambda x: f"{x:+.4f}"
 
 
 def resolve_text(needed: float | None, reason: str = "") -> str:

@@ -14,7 +14,8 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, contest_row, judged,
                                             lr_text, stability_text, table_of, untestable)
 from attnlab.pipeline.contract import A3_GATE_INIT, at_lr
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, describe, every, one_sided
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, every, one_sided
+from attnlab.pipeline.estimate_text import describe
 
 ROW_SUM_TOLERANCE = 5e-3  # float16 storage of the maps
 EXACT_TOLERANCE = 1e-3  # max |A3 - softmax| that would count as starting at softmax

@@ -8,7 +8,8 @@ import math
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, lr_text, table_of, untestable
-from attnlab.pipeline.statistics import describe, every, one_sided
+from attnlab.pipeline.statistics import every, one_sided
+from attnlab.pipeline.estimate_text import describe
 
 RULE = pp.Rule("(a control no post runs)", "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
                "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",

@@ -11,12 +11,14 @@ import numpy as np
 import pandas as pd
 
 from attnlab.pipeline import statistics
+from attnlab.pipeline import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, contest_losses,
                                             contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
 from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.statistics import CONFIDENCE, describe, every, in_range, one_sided
+from attnlab.pipeline.statistics import CONFIDENCE, every, in_range, one_sided
+from attnlab.pipeline.estimate_text import describe
 
 # What each claim says, as numbers.
 GAP_BAND = (0.005, 0.025)  # "about 1%" around the post's own 1.1–1.4%: kernel / softmax − 1 within this band
@@ -190,11 +192,11 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     at_top = (f"; at {lr_text(DEATH_LR)} {float(top.loc[trained, 'best_val_loss'].mean()):.4f}, "
               f"{float((top.loc[trained, 'best_val_loss'] - best_other[trained]).mean()):+.4f} nats over its best "
               "other LR" if trained else "")
-    deaths = statistics.count_text(len(died), len(seeds), f"died at {lr_text(DEATH_LR)}")
+    deaths = estimate_text.count_text(len(died), len(seeds), f"died at {lr_text(DEATH_LR)}")
     claim.measured = f"band {describe(band, fmt)}; {deaths}" + at_top
     claim.note = "; ".join(filter(None, [_lrs_note(sweep), _outside(full, pub)]))
     judged_by_count(claim, len(died), len(seeds), "died", MOST)  # the interval column: the count's
-    claim.interval = f"band: {statistics.interval_text(band, fmt)}; deaths: {claim.interval}"
+    claim.interval = f"band: {estimate_text.interval_text(band, fmt)}; deaths: {claim.interval}"
     verdict = every(band_verdict, death_verdict)
     claim.verdict = verdict.word
     if verdict.word == statistics.INCONCLUSIVE:
@@ -232,7 +234,7 @@ def kernel_lr_band(t, pub, protocol) -> Claim:
         notes.append(f"softmax's band over its own sweep LRs in that range: {float(soft_band.mean()):.2%}")
     broken = sorted(set(sweep[sweep.diverged.astype(bool)].seed))
     if broken:  # the claim is about the whole column: one diverged cell breaks it on that seed
-        claim.measured = statistics.count_text(len(broken), len(seeds), "a yat sweep cell diverged")
+        claim.measured = estimate_text.count_text(len(broken), len(seeds), "a yat sweep cell diverged")
         claim.note = "; ".join(filter(None, notes))
         # the share of seeds whose column broke is above 0 on any divergence (its interval's lower end): the claim,
         # that every LR of the column stays within the band, is contradicted

@@ -13,12 +13,14 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
+from attnlab.pipeline import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged,
                                             judged_by_count, per_seed, lr_text, ratio, stability_text, table_of,
                                             untestable)
 from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
-from attnlab.pipeline.statistics import describe, every, in_range, one_sided
+from attnlab.pipeline.statistics import every, in_range, one_sided
+from attnlab.pipeline.estimate_text import describe
 
 ORDERS_OF_MAGNITUDE = 100.0  # "orders of magnitude" (plural): kernel / softmax max score at least two orders
 SEVERAL_FOLD = 2.0  # "several-fold": yat / yat_b max score at least this
@@ -267,7 +269,7 @@ def learned_scalars_specialise(t, pub, protocol) -> Claim:
                     f"{e.value.max():.2f}], ε below init in {int((e.value < init).sum())} of {len(e)} heads"
                     + (f", grown in layers {', '.join(str(int(x)) for x in sorted(set(grown.layer)))}"
                        if len(grown) else ""))
-    claim.measured = statistics.count_text(below, len(eps), "ε below its init").replace(" seeds", " heads").replace(
+    claim.measured = estimate_text.count_text(below, len(eps), "ε below its init").replace(" seeds", " heads").replace(
         " seed ", " head ") + "; " + "; ".join(runs)
     claim.note = (f"yat_b at {contest_lr_text(t, 'yat_b')}; heads of every contest seed counted together; single "
                   f"runs side by side with the post's single run (init log 2 = {init:.3f}), not ranges of seed "

@@ -8,7 +8,8 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, contest_losses, contest_lr_text,
                                             contest_row, judged, untestable)
-from attnlab.pipeline.statistics import describe, one_sided
+from attnlab.pipeline.statistics import one_sided
+from attnlab.pipeline.estimate_text import describe
 
 RULE = pp.Rule("a softmax over the kernel trains better than its l1 normalisation", "yat_b_exp − yat_b best "
                "validation loss, paired by contest seed, each at its contest LR", "below 0", "the post's direction",

@@ -19,11 +19,13 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
+from attnlab.pipeline import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (A3_POST, KERNEL_POST, Claim, at_protocol, judged, stability_text,
                                             table_of, untestable)
 from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, describe, one_sided
+from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
+from attnlab.pipeline.estimate_text import describe
 from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, params_text
 
 TREND_UNIT = "nats per tenfold parameters"
@@ -105,7 +107,7 @@ def _trend_claim(t, protocol: str, claim: Claim, variant: str, sign: float, publ
     fmt = lambda x: f"{x:+.4f}"  # noqa: E731
     own = rows[(rows.variant == variant) & rows.delta_vs_softmax.notna()]
     points = int((~own.diverged.fillna(False).astype(bool)).sum()) if "diverged" in own else len(own)
-    claim.measured = (f"slope {fmt(estimate.mean)} {TREND_UNIT}, {statistics.interval_text(estimate, fmt)} over "
+    claim.measured = (f"slope {fmt(estimate.mean)} {TREND_UNIT}, {estimate_text.interval_text(estimate, fmt)} over "
                       f"{points} rung × seed differences; by rung: {by_rung(rows, variant, sign)}")
     claim.note = "; ".join(filter(None, [
         "one least-squares line over every rung × seed paired difference against log10 parameters, one "
