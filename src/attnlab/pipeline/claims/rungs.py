@@ -24,7 +24,8 @@ from attnlab.pipeline.claims.ledger import CHECKS
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.statistics import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
-from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text, study_cli
+from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text
+from attnlab.pipeline.tables.study_cli import study_cli
 from attnlab.pipeline.tables.runs import flatten, late_gain
 from attnlab.pipeline.tables.display import write_table
 
@@ -110,7 +111,8 @@ def write_rung_claims(cells: list[tuple[CellKey, dict]], out_dir: Path) -> pd.Da
 
 
 def main(argv: list[str] | None = None) -> int:
-    return study_cli("Every check of the ledger at each point of the scale ladder.", write_rung_claims, argv)
+    return study_cli("Every check of the ledger at each point of the scale ladder.",
+                     lambda cells, out, _spec: write_rung_claims(cells, out), argv)
 
 
 if __name__ == "__main__":

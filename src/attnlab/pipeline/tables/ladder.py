@@ -17,10 +17,7 @@ and ladder_seeds.csv; --study is the study spec the study tables read (attnlab.p
 
 from __future__ import annotations
 
-import argparse
-import json
 import math
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -33,8 +30,9 @@ from attnlab.core.studies import LADDER, axis_column
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.tables.checks import CELL_KEYS, check_bundles, read_expected
+from attnlab.pipeline.tables.checks import CELL_KEYS
 from attnlab.pipeline.tables.display import write_table
+from attnlab.pipeline.tables.study_cli import study_cli
 from attnlab.pipeline.tables.runs import late_gain
 
 LADDER_PROTOCOL = "scale ladder"  # how a verdict measured on the ladder names where it was measured
@@ -293,35 +291,11 @@ def write_ladder(cells: list[tuple[CellKey, dict]], out_dir: Path) -> pd.DataFra
     return table
 
 
-def read_cells(spec: dict, expect: Path) -> list[tuple[CellKey, dict]]:
-    """The study spec's cells (attnlab.pipeline.tables.study), each with its checked bundle."""
-    folders = list(dict.fromkeys(folder for _, folder in spec["cells"]))
-    bundles = dict(zip(folders, check_bundles([Path(f) for f in folders], read_expected(expect))))
-    return [(CellKey.from_json(key), bundles[folder]) for key, folder in spec["cells"]]
-
-
-def study_cli(description: str, build, argv: list[str] | None = None) -> int:
-    """The command line both ladder steps share: read the ladder study's checked cells, then
-    build(cells, tables folder) writes its tables and returns the one to print. A bundle that fails its
-    checks is an error naming it (exit 2), not a traceback."""
-    parser = argparse.ArgumentParser(description=description)
-    parser.add_argument("--study", required=True, help="JSON: the ladder study's name and cells")
-    parser.add_argument("--expect", required=True, type=Path, help="the grid's expectation of every bundle")
-    parser.add_argument("--out", required=True, type=Path, help="the tables folder")
-    args = parser.parse_args(argv)
-    try:
-        cells = read_cells(json.loads(args.study), args.expect)
-    except BundleError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 60):
-        print(build(cells, args.out).to_string(index=False))
-    return 0
-
-
 def main(argv: list[str] | None = None) -> int:
+    """`python -m attnlab.pipeline.tables.ladder --study JSON --expect FILE --out DIR`: the ladder's tables
+    (attnlab.pipeline.tables.study_cli)."""
     return study_cli("The scale ladder's tables: ladder and ladder_seeds.",
-                     lambda cells, out: ladder_display(write_ladder(cells, out)), argv)
+                     lambda cells, out, _spec: ladder_display(write_ladder(cells, out)), argv)
 
 
 if __name__ == "__main__":

@@ -13,15 +13,11 @@ that study's folder).
 
 from __future__ import annotations
 
-import argparse
-import json
-import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import BundleError
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import point_text, value_text
 from attnlab.pipeline import statistics
@@ -29,9 +25,9 @@ from attnlab.pipeline.contract import BASELINE, columns
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.plan.paths import study_file
 from attnlab.pipeline.plan.paths import study_runs as study_runs_path
-from attnlab.pipeline.tables.checks import check_bundles, read_expected
 from attnlab.pipeline.tables.display import write_table
 from attnlab.pipeline.tables.runs import flatten
+from attnlab.pipeline.tables.study_cli import study_cli
 
 CELL_COLUMNS = ("variant", "lr", "seed")
 
@@ -141,28 +137,16 @@ def write_study(cells: list[tuple[CellKey, dict]], out_dir: Path, study: str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m attnlab.pipeline.tables.study --study JSON --expect FILE --out DIR`: one study's tables.
+    """`python -m attnlab.pipeline.tables.study --study JSON --expect FILE --out DIR`: one study's tables
+    (attnlab.pipeline.tables.study_cli)."""
+    return study_cli("One study's tables: study_<name> and runs_<name>.", _write, argv)
 
-    --study is {"name", "at_contest_lr": bool, "cells": [[cell key, bundle folder], ...]}; every bundle is
-    checked against --expect (the grid's expectation of each folder) before a table is written."""
-    parser = argparse.ArgumentParser(description=main.__doc__)
-    parser.add_argument("--study", required=True, help="JSON: the study's name and cells")
-    parser.add_argument("--expect", required=True, type=Path, help="the grid's expectation of every bundle")
-    parser.add_argument("--out", required=True, type=Path, help="the tables folder")
-    args = parser.parse_args(argv)
-    spec = json.loads(args.study)
-    folders = list(dict.fromkeys(folder for _, folder in spec["cells"]))
-    try:
-        bundles = dict(zip(folders, check_bundles([Path(f) for f in folders], read_expected(args.expect))))
-    except BundleError as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    cells = [(CellKey.from_json(key), bundles[folder]) for key, folder in spec["cells"]]
-    table = write_study(cells, args.out, spec["name"], bool(spec.get("at_contest_lr")))
+
+def _write(cells, out: Path, spec: dict) -> pd.DataFrame:
+    table = write_study(cells, out, spec["name"], bool(spec.get("at_contest_lr")))
     points = dict.fromkeys(point_text(key.point) for key, _ in cells)
     print(f"study {spec['name']}: {len(cells)} cells at {', '.join(points)}")
-    print(table.to_string(index=False))
-    return 0
+    return table
 
 
 if __name__ == "__main__":
