@@ -177,3 +177,17 @@ def files(name: str) -> list[str]:
 def at_lr(frame, lr):
     """Which rows of a table (a pandas frame with an `lr` column) are at this LR, by its exact text."""
     return frame.lr.map(format_lr) == format_lr(lr)
+
+
+def seeds_of(value) -> list[int]:
+    """A table's `seeds` cell ("0 1 2"; a lone seed reads back from a CSV as a number) as a list of seeds."""
+    return [int(float(s)) for s in str(value).split()]
+
+
+def contest_rows(runs, variant: str, lr, seeds):
+    """The rows of runs.csv (a pandas frame) that are one variant's contest cells: that variant, at its contest LR
+    by exact text, at the contest's seeds, in runs.csv's order. The tables, the claims and the figures all find
+    the contest here."""
+    if lr is None or runs.empty:
+        return runs.iloc[0:0]
+    return runs[(runs.variant == variant).to_numpy() & at_lr(runs, lr).to_numpy() & runs.seed.isin(list(seeds))]

@@ -10,7 +10,7 @@ import pandas as pd
 
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as preconditions
-from attnlab.pipeline.contract import at_lr
+from attnlab.pipeline import contract
 from attnlab.pipeline.formatting import lr_text  # noqa: F401  (re-exported: how the checks write an LR)
 from attnlab.pipeline.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
 from attnlab.pipeline.estimate_text import interval_text
@@ -162,9 +162,8 @@ def contest_losses(t, variant) -> dict[int, float]:
     row, runs = contest_row(t, variant), table_of(t, "runs")
     if row is None or runs.empty:
         return {}
-    cells = runs[(runs.variant == variant) & at_lr(runs, row.lr)]
-    if "seeds" in row and pd.notna(row.seeds):  # "0 1 2"; a lone seed reads back from the CSV as a number
-        cells = cells[cells.seed.isin([int(float(s)) for s in str(row.seeds).split()])]
+    seeds = contract.seeds_of(row.seeds) if "seeds" in row and pd.notna(row.seeds) else runs.seed.unique()
+    cells = contract.contest_rows(runs, variant, row.lr, seeds)
     return {int(s): float(v) for s, v in zip(cells.seed, cells.best_val_loss)}
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import contract
 from attnlab.pipeline.plan.paths import workspace_of
 
 RUNS = "runs"  # the one table whose rows point at bundles
@@ -48,13 +49,10 @@ def variant_order(contest: pd.DataFrame, runs: pd.DataFrame | None = None) -> li
 
 def contest_cells(runs: pd.DataFrame, contest: pd.DataFrame) -> pd.DataFrame:
     """Every seed of every variant at that variant's contest LR, in contest order."""
-    runs_lr = lr_keys(runs.lr).to_numpy()
     parts = []
     for row in contest.itertuples():
-        cells = runs[(runs.variant == row.variant).to_numpy() & (runs_lr == format_lr(row.lr))]
-        if "seeds" in contest.columns:  # only the contest's seeds, as in the contest table
-            cells = cells[cells.seed.isin([int(s) for s in str(row.seeds).split()])]
-        parts.append(cells.sort_values("seed"))
+        seeds = contract.seeds_of(row.seeds) if "seeds" in contest.columns else runs.seed.unique()
+        parts.append(contract.contest_rows(runs, row.variant, row.lr, seeds).sort_values("seed"))
     if not parts:
         return runs.iloc[0:0]
     return pd.concat(parts).reset_index(drop=True)

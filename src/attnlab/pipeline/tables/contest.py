@@ -15,10 +15,7 @@ from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_table
 
 def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
     """The rows of one variant's contest: its contest LR (by identity), the contest seeds."""
-    lr = grid["contest_lr"].get(variant)
-    if lr is None or runs.empty:
-        return runs.iloc[0:0]
-    return runs[(runs.variant == variant) & at_lr(runs, lr) & runs.seed.isin(grid["contest_seeds"])]
+    return contract.contest_rows(runs, variant, grid["contest_lr"].get(variant), grid["contest_seeds"])
 
 
 def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
