@@ -277,7 +277,7 @@ def _runs(rows):
                           "n_params": 1, "config.name": "paper", **extra} for v, lr, s, loss, extra in rows])
 
 
-GRID = {"variants": ["softmax", "yat", "a3", "yat_exp", "softmax_t", "a3_heads"], "sweep_seed": 0,
+GRID = {"variants": ["softmax", "yat", "a3", "yat_exp", "softmax_t", "a3_heads"], "sweep_seeds": [0],
         "sweep_lrs": [1e-3, 3e-3], "contest_seeds": [0, 1],
         "contest_lr": {"softmax": 3e-4, "yat": 3e-3, "a3": 1e-3, "yat_exp": 3e-3, "softmax_t": 1e-3,
                        "a3_heads": 1e-3}}

@@ -347,7 +347,7 @@ def test_score_scale_seed_mean_is_the_mean_over_layers_of_each_seed(monkeypatch)
     runs = pd.DataFrame([{"variant": b["variant"], "lr": b["lr"], "seed": b["seed"], "path": b["path"]}
                          for b in bundles])
     grid_spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3},
-                 "contest_seeds": [0, 1]}
+                 "contest_seeds": [0, 1], "sweep_seeds": [0]}
     arrays = {"mass": np.array([[1.0, 2.0, 3.0, 10.0]]), "correct": np.array([[True, False, False, True]])}
     monkeypatch.setattr(telemetry, "read_arrays", lambda folder, name: arrays)
     out = telemetry.telemetry_tables(runs, grid_spec, {b["path"]: b for b in bundles})
@@ -467,22 +467,22 @@ GRID_CFG = validate_config({"name": "t", "variants": ["softmax", "a3"],
 
 def test_grid_unresolved_auto_contributes_only_sweep_cells():
     spec = grid(GRID_CFG)
-    a3 = [c for c in spec["cells"] if c[0] == "a3"]
+    a3 = [c for c in spec.cells if c[0] == "a3"]
     assert sorted(a3) == [("a3", 1e-3, 0), ("a3", 3e-3, 0), ("a3", 1e-2, 0)]
-    assert "a3" not in spec["contest_lr"] and spec["contest_lr"]["softmax"] == 3e-3
-    softmax = [c for c in spec["cells"] if c[0] == "softmax"]
+    assert "a3" not in spec.contest_lr and spec.contest_lr["softmax"] == 3e-3
+    softmax = [c for c in spec.cells if c[0] == "softmax"]
     assert len(softmax) == 5 and ("softmax", 3e-3, 0) in softmax  # 3 sweep + 3 contest, one shared
 
 
 def test_grid_resolved_auto_adds_contest_cells_once():
     spec = grid(GRID_CFG, {"a3": 1e-2})
-    a3 = sorted(c for c in spec["cells"] if c[0] == "a3")
+    a3 = sorted(c for c in spec.cells if c[0] == "a3")
     assert a3 == [("a3", 1e-3, 0), ("a3", 3e-3, 0), ("a3", 1e-2, 0), ("a3", 1e-2, 1), ("a3", 1e-2, 2)]
-    assert spec["contest_lr"]["a3"] == 1e-2
-    assert len(spec["cells"]) == len(set(spec["cells"]))
+    assert spec.contest_lr["a3"] == 1e-2
+    assert len(spec.cells) == len(set(spec.cells))
     off_sweep = grid(GRID_CFG, {"a3": 5e-3})
-    assert len([c for c in off_sweep["cells"] if c[0] == "a3"]) == 6
-    assert spec["protocol"] == "t"
+    assert len([c for c in off_sweep.cells if c[0] == "a3"]) == 6
+    assert spec.protocol == "t"
 
 
 # ---- the other checks, each on both sides

@@ -59,7 +59,7 @@ def the_slice(**train) -> dict:
     return json.loads(json.dumps(cell_slice(validate_config(tiny(**train)))))
 
 
-def the_grid() -> dict:
+def the_grid():
     """What the Snakefile hands the collect step for the tiny config (attnlab.pipeline.plan.grid)."""
     return grid(validate_config(tiny()))
 
@@ -214,8 +214,8 @@ def test_the_cli_refuses_a_stale_bundle_in_one_line(tmp_path):
     expect = tmp_path / "expected.json"
     expect.write_text(json.dumps(expectation(root)))
     before = sha256_file(folder / BUNDLE_FILE)
-    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(the_grid()), "--expect", expect,
-                  "--out", tmp_path / "tables", folder], tmp_path)
+    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(the_grid().to_json()),
+                  "--expect", expect, "--out", tmp_path / "tables", folder], tmp_path)
     refused(result, "train.steps 40 in the bundle, 20 expected", str(folder), "--forcerun train_cell")
     assert len(result.stderr.strip().splitlines()) == 1
     assert sha256_file(folder / BUNDLE_FILE) == before and not (tmp_path / "tables").exists()
@@ -241,7 +241,7 @@ def test_a_broken_expectation_file_is_refused(tmp_path, capsys, content, named):
     expect = tmp_path / "expected.json"
     expect.write_text(content)
     assert tables_main(["check", "--expect", str(expect), str(folder)]) == 2
-    assert tables_main(["collect", "--grid", json.dumps(the_grid()), "--expect", str(expect), "--out",
+    assert tables_main(["collect", "--grid", json.dumps(the_grid().to_json()), "--expect", str(expect), "--out",
                         str(tmp_path / "tables"), str(folder)]) == 2
     err = capsys.readouterr().err
     assert err.count(named) == 2 and "run snakemake again" in err

@@ -195,8 +195,8 @@ def collected(tmp_path_factory) -> Path:
                contest={"lr": {v: 3e-3 for v in VARIANTS}, "seeds": [0, 1]})
     spec = grid(cfg)
     root = tmp_path_factory.mktemp("contract")
-    bundles = [synthetic_bundle(root / "runs", v, lr, s) for v, lr, s in spec["cells"]]
-    collect(bundles, json.loads(json.dumps(spec)), root / "tables")
+    bundles = [synthetic_bundle(root / "runs", v, lr, s) for v, lr, s in spec.cells]
+    collect(bundles, json.loads(json.dumps(spec.to_json())), root / "tables")
     return root / "tables"
 
 

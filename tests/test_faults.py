@@ -268,7 +268,7 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
     assert sorted(p.name for p in ws.iterdir() if p.name != "checkpoints") == ["out", "train.log"]
 
 
-def _grid(variants=("softmax", "yat"), contest_lr=None, sweep_lrs=(3e-3,)) -> dict:
+def _grid(variants=("softmax", "yat"), contest_lr=None, sweep_lrs=(3e-3,)):
     """The grid the Snakefile hands the collect step (attnlab.pipeline.plan.grid) for the smoke config cut down."""
     cfg = load_config(REPO / "config" / "smoke.yaml")
     cfg.update(variants=list(variants), sweep={"lrs": list(sweep_lrs), "seed": 0},
@@ -306,7 +306,7 @@ def test_collect_cli_names_the_misplaced_bundle_without_a_traceback(bundle_copy,
     wrong = cell_dir(tmp_path / "runs", "yat", 3e-3, 0)
     shutil.copytree(bundle_copy, wrong)
     before = tree(tmp_path / "runs")
-    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(_grid()), "--out",
+    result = run(["-m", "attnlab.pipeline.tables", "collect", "--grid", json.dumps(_grid().to_json()), "--out",
                   tmp_path / "tables", bundle_copy, wrong], tmp_path)
     refused(result, str(wrong))
     assert tree(tmp_path / "runs") == before and not (tmp_path / "tables").exists()

@@ -320,13 +320,13 @@ def test_a_config_without_sweep_seeds_keeps_its_one_sweep_seed_and_its_cells():
     spec = grid(cfg, {"a3": 1e-3})
     old_cells = {(v, lr, 0) for v in CFG["variants"] for lr in (1e-3, 3e-3)}
     old_cells |= {(v, lr, s) for v, lr in (("softmax", 3e-3), ("a3", 1e-3)) for s in (0, 1, 2)}
-    assert spec["cells"] == sorted(old_cells)
+    assert list(spec.cells) == sorted(old_cells)
 
 
 def test_sweep_seeds_train_the_sweep_at_each_seed():
     cfg = validate_config(copy.deepcopy(CFG) | {"sweep": {"seeds": [0, 5], "lrs": [1.0e-3, 3.0e-3]}})
     assert cfg["sweep"]["seed"] == 0
-    sweep_cells = {c for c in grid(cfg)["cells"] if c[0] == "a3"}
+    sweep_cells = {c for c in grid(cfg).cells if c[0] == "a3"}
     assert sweep_cells == {("a3", lr, s) for lr in (1e-3, 3e-3) for s in (0, 5)}
     with pytest.raises(ConfigError, match=r"sweep\.seed: 3 is not one of sweep\.seeds"):
         validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 3, "seeds": [0, 5], "lrs": [1.0e-3]}})
@@ -413,8 +413,8 @@ def test_each_variant_may_sweep_its_own_lrs_and_a_best_lr_at_the_grid_edge_is_fl
     cfg = validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3, 3.0e-3],
                                                                               "a3": [3.0e-3, 1.0e-2, 3.0e-2]}}})
     spec = grid(cfg)
-    assert {c for c in spec["cells"] if c[0] == "a3"} == {("a3", lr, 0) for lr in (3e-3, 1e-2, 3e-2)}
-    assert spec["sweep_lrs_by_variant"] == {"softmax": [1e-3, 3e-3], "a3": [3e-3, 1e-2, 3e-2]}
+    assert {c for c in spec.cells if c[0] == "a3"} == {("a3", lr, 0) for lr in (3e-3, 1e-2, 3e-2)}
+    assert spec.sweep_lrs_by_variant == {"softmax": (1e-3, 3e-3), "a3": (3e-3, 1e-2, 3e-2)}
     assert tables.grid_edge(spec, "a3", 3e-2) == "highest" and tables.grid_edge(spec, "a3", 1e-2) == ""
     assert tables.grid_edge(spec, "softmax", 1e-3) == "lowest"
     with pytest.raises(ConfigError, match=r"sweep\.lrs: no learning rates for 'a3'"):

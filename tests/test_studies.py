@@ -304,7 +304,7 @@ def test_runs_csv_names_the_built_in_studies_of_each_cell():
     from attnlab.pipeline.tables.study import built_in_study
 
     chosen = {"softmax": 0.003, "yat": 0.01, "yat_b": 0.01, "a3": 0.01}
-    spec = json.loads(json.dumps(grid(load_config(REPO / "config" / "default.yaml"), chosen)))
+    spec = json.loads(json.dumps(grid(load_config(REPO / "config" / "default.yaml"), chosen).to_json()))
     runs = pd.DataFrame({"variant": ["softmax", "softmax", "softmax", "a3", "a3"],
                          "lr": [0.003, 0.003, 0.001, 0.01, 0.01], "seed": [0, 1, 0, 0, 2]})
     assert built_in_study(runs, spec) == ["contest sweep", "contest", "sweep", "contest sweep", "contest"]

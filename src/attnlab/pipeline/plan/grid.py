@@ -16,6 +16,7 @@ from attnlab.core.config import AUTO, cell_slice, to_json
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
 from attnlab.core.cell_key import CellKey
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 from attnlab.pipeline.plan.paths import study_place
 
 
@@ -150,8 +151,8 @@ def contest_lrs(cfg: dict, selected_lr: dict) -> dict[str, float]:
     return chosen
 
 
-def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
-    """The contest and the LR sweep as the collect step reads them (JSON-able).
+def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> ContestGrid:
+    """The contest and the LR sweep as the collect step reads them.
 
     A contest LR of 'auto' resolves through selected_lr (the sweep's best);
     unresolved auto variants contribute only their sweep cells. The sweep
@@ -162,19 +163,18 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> dict:
     """
     built = Grid({**cfg, "studies": []}, selected_lr)
     cells = {(key.variant, key.lr_value, key.seed) for key in built.trained()}
-    return {
-        "cells": sorted(cells),
-        "keys": [key.to_json() for name in studies_mod.BUILT_IN for key in built.cells(name)],
-        "contest_lr": built.contest_lr,
-        "auto": [v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO],
-        "contest_seeds": list(cfg["contest"]["seeds"]),
-        "sweep_lrs": list(studies_mod.all_sweep_lrs(cfg)),
-        "sweep_lrs_by_variant": {v: list(lrs) for v, lrs in studies_mod.sweep_lrs(cfg).items()},
-        "sweep_seed": cfg["sweep"]["seed"],
-        "sweep_seeds": sweep_seeds(cfg),
-        "variants": list(cfg["variants"]),
-        "protocol": cfg["name"],
-    }
+    return ContestGrid(
+        variants=tuple(cfg["variants"]),
+        contest_lr=dict(built.contest_lr),
+        contest_seeds=tuple(cfg["contest"]["seeds"]),
+        sweep_seeds=tuple(sweep_seeds(cfg)),
+        sweep_lrs=tuple(studies_mod.all_sweep_lrs(cfg)),
+        sweep_lrs_by_variant={v: tuple(lrs) for v, lrs in studies_mod.sweep_lrs(cfg).items()},
+        auto=tuple(v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO),
+        cells=tuple(sorted(cells)),
+        keys=tuple(key for name in studies_mod.BUILT_IN for key in built.cells(name)),
+        protocol=cfg["name"],
+    )
 
 
 def sweep_seeds(cfg: dict) -> list[int]:

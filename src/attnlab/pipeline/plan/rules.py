@@ -122,7 +122,7 @@ class Plan:
 
     def grid_json(self, wildcards=None) -> str:
         """The contest and the sweep as the collect step reads them."""
-        return quoted(grid(self.config, self.selected_lrs()))
+        return quoted(grid(self.config, self.selected_lrs()).to_json())
 
     def sweep_cells(self, wildcards) -> list[str]:
         """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""

@@ -10,18 +10,20 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
 from attnlab.pipeline.tables.contest import contest_cells, trained
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 
-def normswap_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+def normswap_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     """Every cell whose bundle holds a normaliser crossover (bundle field "normswap", written by the trainer):
     native and swapped loss of its final weights."""
+    grid = ContestGrid.of(grid)
     columns = contract.columns("normswap")
     needed = {"normswap.native_loss", "normswap.swapped_loss"}
     if runs.empty or not needed <= set(runs.columns):
         return pd.DataFrame(columns=columns)
     cells = runs[runs["normswap.native_loss"].notna()]
     contest = set()
-    for variant in grid["variants"]:
+    for variant in grid.variants:
         contest |= set(contest_cells(runs, grid, variant).index)
     table = pd.DataFrame({
         "variant": cells.variant, "lr": cells.lr.astype(float), "seed": cells.seed.astype(int),
@@ -31,13 +33,14 @@ def normswap_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
         "swapped_loss": cells["normswap.swapped_loss"],
         "difference": cells["normswap.swapped_loss"] - cells["normswap.native_loss"],
     }, columns=columns)
-    order = {v: i for i, v in enumerate(grid["variants"])}
+    order = {v: i for i, v in enumerate(grid.variants)}
     return (table.assign(_order=table.variant.map(order)).sort_values(["_order", "lr", "seed"])
             .drop(columns="_order").reset_index(drop=True))
 
 
-def a3_vs_temperature_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+def a3_vs_temperature_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     """Per contest seed: A³'s gain over the baseline beside softmax_t's (and a3_heads'), each at its contest LR."""
+    grid = ContestGrid.of(grid)
     columns = contract.columns("a3_vs_temperature")
     best = {}
     for variant in (BASELINE,) + TEMPERATURE_ARMS:
@@ -59,8 +62,8 @@ def a3_vs_temperature_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=columns)
 
 
-def _contest_lr_text(grid: dict, variant: str) -> str:
-    lr = grid["contest_lr"].get(variant)
+def _contest_lr_text(grid: ContestGrid, variant: str) -> str:
+    lr = grid.contest_lr.get(variant)
     return format_lr(lr) if lr is not None else "–"
 
 
@@ -69,12 +72,13 @@ def share(part: float, whole: float) -> float:
     return float(part / whole) if np.isfinite(whole) and whole != 0 and np.isfinite(part) else np.nan
 
 
-def params_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+def params_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     """Each variant's parameter count and its difference from the baseline's, beside its compute overhead: the
     time per training step against the baseline's, paired by contest seed (the baseline's steps/s over the
     variant's, through the mean log-ratio, with its t-interval). steps/s is wall-clock training time measured
     by the trainer, so a busy machine moves it: the pairing by seed compares cells that ran in one build."""
-    variants = grid["variants"]
+    grid = ContestGrid.of(grid)
+    variants = grid.variants
     counts = runs.groupby("variant").n_params.first().reindex([v for v in variants if v in set(runs.variant)])
     base = counts.get(BASELINE, np.nan)
     speed = {v: _steps_per_s(runs, grid, v) for v in counts.index}
@@ -89,7 +93,7 @@ def params_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=contract.columns("params"))
 
 
-def _steps_per_s(runs: pd.DataFrame, grid: dict, variant: str) -> dict[int, float]:
+def _steps_per_s(runs: pd.DataFrame, grid: ContestGrid, variant: str) -> dict[int, float]:
     """seed -> training steps per second of a variant's contest cells that trained."""
     cells = trained(contest_cells(runs, grid, variant)) if "steps_per_s" in runs else runs.iloc[0:0]
     return {int(s): float(v) for s, v in zip(cells.seed, cells.steps_per_s) if np.isfinite(v) and v > 0}

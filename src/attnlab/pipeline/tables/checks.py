@@ -18,6 +18,7 @@ from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.pipeline.plan.bundle_reader import read_bundle
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 RERUN_COMMAND_ENV = "ATTNLAB_SNAKEMAKE_COMMAND"  # the Snakemake command line of this build, for the fix
 CELL_KEYS = ("variant", "lr", "seed")  # what bundle.json's config adds to the slice the cell was trained with
@@ -51,9 +52,9 @@ def check_cells(bundles: list[dict]) -> None:
         seen[cell] = folder
 
 
-def check_in_grid(bundles: list[dict], grid: dict) -> None:
+def check_in_grid(bundles: list[dict], grid: ContestGrid | dict) -> None:
     """Only the grid's cells (attnlab.pipeline.plan.grid's `cells`: the sweep and the contest) are collected."""
-    cells = {(v, format_lr(lr), int(s)) for v, lr, s in grid["cells"]}
+    cells = {(v, format_lr(lr), int(s)) for v, lr, s in ContestGrid.of(grid).cells}
     for b in bundles:
         if cell_of(b) not in cells:
             raise BundleError(f"bundle {b['path']} is {b['variant']} lr={format_lr(b['lr'])} seed={b['seed']}, "

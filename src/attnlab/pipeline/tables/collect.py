@@ -22,12 +22,14 @@ from attnlab.pipeline.tables.runs import load_runs
 from attnlab.pipeline.tables.study import built_in_study
 from attnlab.pipeline.tables.sweep import sweep_table
 from attnlab.pipeline.tables.telemetry import telemetry_tables
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 
-def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path,
+def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
             expected: dict | None = None) -> dict[str, pd.DataFrame]:
     """Every table from the grid's bundles (`grid` is attnlab.pipeline.plan.grid.grid's); with `expected` (see
     checks.check_expected), stale bundles stop it first. Returns {name: table} in the contract's order."""
+    grid = ContestGrid.of(grid)
     runs, bundles = load_runs(bundle_dirs)
     check_in_grid(bundles, grid)
     runs.insert(0, "study", built_in_study(runs, grid))
@@ -42,8 +44,9 @@ def collect(bundle_dirs: list[Path], grid: dict, out_dir: Path,
     return tables
 
 
-def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: dict) -> dict[str, pd.DataFrame]:
+def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | dict) -> dict[str, pd.DataFrame]:
     """Every collected table of the contract, each checked against its contract columns."""
+    grid = ContestGrid.of(grid)
     contest = contest_table(runs, grid)
     built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
              "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),

@@ -11,20 +11,22 @@ from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.contract import at_lr
 from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_table
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 
-def contest_cells(runs: pd.DataFrame, grid: dict, variant: str) -> pd.DataFrame:
+def contest_cells(runs: pd.DataFrame, grid: ContestGrid, variant: str) -> pd.DataFrame:
     """The rows of one variant's contest: its contest LR (by identity), the contest seeds."""
-    return contract.contest_rows(runs, variant, grid["contest_lr"].get(variant), grid["contest_seeds"])
+    return contract.contest_rows(runs, variant, grid.contest_lr.get(variant), grid.contest_seeds)
 
 
-def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+def contest_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char, and the
     paired comparison with the baseline over the seeds both have (the contract's contest columns)."""
+    grid = ContestGrid.of(grid)
     rows = []
     base = losses_by_seed(trained(contest_cells(runs, grid, BASELINE)))
-    for variant in grid["variants"]:
-        lr = grid["contest_lr"].get(variant)
+    for variant in grid.variants:
+        lr = grid.contest_lr.get(variant)
         cells = contest_cells(runs, grid, variant)
         if cells.empty:
             continue
@@ -33,7 +35,7 @@ def contest_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
         rows.append({
             "variant": variant,
             "lr": format_lr(lr),
-            "lr_choice": "auto" if variant in grid.get("auto", ()) else "given",
+            "lr_choice": grid.lr_choice(variant),
             "n_seeds": len(cells),
             "best_val_mean": best.mean(),
             "best_val_std": best.std(ddof=0),
@@ -74,14 +76,15 @@ def paired_columns(losses: dict[int, float], base: dict[int, float]) -> dict:
             "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1}
 
 
-def best_lr_table(runs: pd.DataFrame, grid: dict, contest: pd.DataFrame) -> pd.DataFrame:
+def best_lr_table(runs: pd.DataFrame, grid: ContestGrid | dict, contest: pd.DataFrame) -> pd.DataFrame:
     """Each variant at its best sweep LR against the baseline at its own, beside the contest."""
+    grid = ContestGrid.of(grid)
     columns = contract.columns("best_lr")
     sweep = sweep_table(runs, grid) if not runs.empty else pd.DataFrame()
     if sweep.empty:
         return pd.DataFrame(columns=columns)
     best = {}
-    for variant in grid["variants"]:
+    for variant in grid.variants:
         cells = sweep[sweep.variant == variant]
         choice = best_sweep_lr(cells) if len(cells) else None
         if choice is not None:

@@ -28,6 +28,7 @@ from attnlab.pipeline.plan.paths import study_runs as study_runs_path
 from attnlab.pipeline.tables.display import write_table
 from attnlab.pipeline.tables.runs import flatten
 from attnlab.pipeline.tables.study_cli import study_cli
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 CELL_COLUMNS = ("variant", "lr", "seed")
 
@@ -43,11 +44,11 @@ def study_runs(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def built_in_study(runs: pd.DataFrame, grid: dict) -> list[str]:
+def built_in_study(runs: pd.DataFrame, grid: ContestGrid | dict) -> list[str]:
     """runs.csv's `study` column: the built-in studies each cell belongs to ('contest', 'sweep' or both,
     space-separated), from the grid's keys (attnlab.pipeline.plan.grid.grid)."""
     studies: dict[CellKey, list[str]] = {}
-    for key in map(CellKey.from_json, grid["keys"]):
+    for key in ContestGrid.of(grid).keys:
         studies.setdefault(CellKey.of(key.variant, key.lr, key.seed), []).append(key.study)
     return [" ".join(studies.get(CellKey.of(v, lr, s), ())) for v, lr, s in zip(runs.variant, runs.lr, runs.seed)]
 

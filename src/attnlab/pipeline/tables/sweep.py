@@ -7,20 +7,21 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 
 EDGE_LOW, EDGE_HIGH, EDGE_ONLY = "lowest", "highest", "only"  # where an LR sits on its variant's sweep grid
 
 
-def variant_sweep_lrs(grid: dict, variant: str) -> list[float]:
+def variant_sweep_lrs(grid: ContestGrid | dict, variant: str) -> list[float]:
     """One variant's sweep LRs, ascending (its own list where sweep.lrs maps variants to lists)."""
-    own = grid.get("sweep_lrs_by_variant") or {}
-    return sorted(float(lr) for lr in own.get(variant, grid.get("sweep_lrs") or []))
+    return ContestGrid.of(grid).sweep_lrs_of(variant)
 
 
-def grid_edge(grid: dict, variant: str, lr) -> str:
+def grid_edge(grid: ContestGrid | dict, variant: str, lr) -> str:
     """Whether an LR is at the edge of its variant's sweep grid: 'lowest', 'highest', 'only' (a one-LR sweep),
     or '' (inside the grid, or not one of its LRs). A best LR at an edge may have a better one beyond it."""
+    grid = ContestGrid.of(grid)
     lrs = [format_lr(x) for x in variant_sweep_lrs(grid, variant)]
     text = format_lr(lr)
     if text not in lrs:
@@ -30,10 +31,11 @@ def grid_edge(grid: dict, variant: str, lr) -> str:
     return EDGE_LOW if text == lrs[0] else EDGE_HIGH if text == lrs[-1] else ""
 
 
-def sweep_table(runs: pd.DataFrame, grid: dict) -> pd.DataFrame:
+def sweep_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     """Long form: variant, lr, seed, best validation loss, diverged flag and step, at the sweep seed(s), each
     variant at its own sweep LRs."""
-    cells = runs[runs.seed.isin([int(s) for s in grid["sweep_seeds"]])]
+    grid = ContestGrid.of(grid)
+    cells = runs[runs.seed.isin([int(s) for s in grid.sweep_seeds])]
     own = {(v, format_lr(lr)) for v in set(cells.variant) for lr in variant_sweep_lrs(grid, v)}
     cells = cells[pd.Series([(v, format_lr(lr)) in own for v, lr in zip(cells.variant, cells.lr)], index=cells.index,
                             dtype=bool)]

@@ -13,11 +13,12 @@ from attnlab.pipeline import contract
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.tables.contest import contest_cells, trained
+from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 GATE_VARIANTS = ("a3", "a3_heads", BASELINE)  # the a3_gates table's rows: the gated variants and what they face
 
 
-def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -> dict[str, pd.DataFrame]:
+def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict[str, dict]) -> dict[str, pd.DataFrame]:
     """score_scale, mass_auroc, entropy, scalars, a3_gates, a3_init and a3_vs_softmax_entropy.
 
     All from the contest cells' bundle.json; arrays are read only for what no
@@ -26,7 +27,8 @@ def telemetry_tables(runs: pd.DataFrame, grid: dict, bundles: dict[str, dict]) -
     cell's telemetry is of the weights it rolled back to, not of a trained
     model: it enters none of these (the contest table counts it).
     """
-    contest = {v: [bundles[p] for p in trained(contest_cells(runs, grid, v)).path] for v in grid["variants"]}
+    grid = ContestGrid.of(grid)
+    contest = {v: [bundles[p] for p in trained(contest_cells(runs, grid, v)).path] for v in grid.variants}
     score_rows, auroc_rows, entropy_rows, scalar_rows, gate_rows = [], [], [], [], []
     for variant, cells in contest.items():
         for b in cells:
