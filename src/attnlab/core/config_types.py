@@ -46,6 +46,7 @@ class TrainConfig:
     weight_decay: float  # AdamW weight decay
     checkpoint_every: int  # steps between resumable checkpoints
     diverge_loss: float  # training loss ceiling; above it (or non-finite) the cell stops
+    matmul_precision: str = "float32"  # float32, tf32 or bfloat16 (JAX_PRECISION names JAX's spelling of each)
 
 
 @dataclass(frozen=True)
@@ -71,7 +72,7 @@ def train_config(cfg: dict) -> TrainConfig:
     return TrainConfig(
         steps=t["steps"], batch_size=t["batch_size"], eval_every=t["eval_every"], eval_batches=t["eval_batches"],
         weight_decay=float(t["weight_decay"]), checkpoint_every=t.get("checkpoint_every") or t["eval_every"],
-        diverge_loss=float(t["diverge_loss"]),
+        diverge_loss=float(t["diverge_loss"]), matmul_precision=t.get("matmul_precision", "float32"),
     )
 
 
@@ -87,3 +88,7 @@ def telemetry_config(cfg: dict) -> TelemetryConfig:
 def to_json(obj) -> str:
     """Compact, key-sorted JSON: the form config slices travel in (and are compared as params)."""
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+# train.matmul_precision -> the value of JAX's jax_default_matmul_precision that computes it
+JAX_PRECISION = {"float32": "float32", "tf32": "tensorfloat32", "bfloat16": "bfloat16"}

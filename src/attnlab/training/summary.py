@@ -55,7 +55,8 @@ def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: s
     summary = {
         "variant": cell.variant, "lr": cell.lr, "seed": cell.seed,
         "config": dict(cell.cfg, variant=cell.variant, lr=cell.lr, seed=cell.seed),
-        "provenance": dict(provenance.collect(), code_fingerprint=code_fingerprint),
+        "provenance": dict(provenance.collect(), code_fingerprint=code_fingerprint,
+                           matmul_precision=tcfg.matmul_precision),
         "n_params": count_params(cell.model),
         "best_val_loss": best, "best_val_bpc": best / LN2,
         "best_step": int(progress.curve[int(np.nanargmin(vals))][0]) if vals else None,

@@ -32,7 +32,7 @@ from flax import nnx
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
 from attnlab.core.cell_key import CellKey
-from attnlab.core.config_types import model_config, telemetry_config, to_json, train_config
+from attnlab.core.config_types import JAX_PRECISION, model_config, telemetry_config, to_json, train_config
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
@@ -157,6 +157,8 @@ def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_d
     with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
         held.enter_context(FolderLock(out, "--out"))
         checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, key))
+        # Every matmul compiled below (the training chunk, evaluations, the probe) at the config's precision.
+        held.enter_context(jax.default_matmul_precision(JAX_PRECISION[train_config(cfg).matmul_precision]))
         cell = Cell(cfg, key, corpus_path, log)
         identity = cell_identity(cfg, key, code_fingerprint)
         params, opt_state, best, progress, maps = restore_or_start(cell, checkpoints, identity)
