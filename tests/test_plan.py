@@ -8,6 +8,7 @@ their content, and the 'auto' contest LRs come from the select_lr checkpoints.
 from __future__ import annotations
 
 import json
+import re
 import shlex
 from pathlib import Path
 from types import SimpleNamespace
@@ -15,12 +16,14 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from attnlab.core.errors import ConfigError
 from attnlab.core.studies import CONTEST, SWEEP
 from attnlab.pipeline import contract
-from attnlab.pipeline.plan import expectation, paths
+from attnlab.pipeline.plan import device, expectation, paths
 from attnlab.pipeline.plan.rules import Plan
 from conftest import REPO
 from processes import run
+from workspace import make_workspace
 
 SRC = REPO / "src"
 
@@ -147,3 +150,58 @@ def test_a_training_cells_code_is_its_variants(workspace):
     plan = Plan(config_file(workspace), SRC)
     softmax, yat = (plan.training_code(SimpleNamespace(variant=v)) for v in ("softmax", "yat"))
     assert softmax != yat and len(softmax) == 16 and int(softmax, 16) >= 0
+
+
+# ---- one GPU shared by several training jobs (attnlab.pipeline.plan.device)
+
+
+def test_without_a_gpu_training_claims_none_and_no_memory_share(workspace, monkeypatch):
+    monkeypatch.setenv(device.GPUS_ENV, "0")
+    plan = Plan(config_file(workspace), SRC)
+    assert plan.gpus == () and plan.gpu_slots == 0 and plan.train_gpu() == 0
+    assert device.MEM_FRACTION_ENV not in plan.environment()
+
+
+def test_on_a_gpu_jobs_per_gpu_training_jobs_share_it_each_with_its_own_memory(workspace, monkeypatch):
+    monkeypatch.setenv(device.GPUS_ENV, "81559")
+    monkeypatch.delenv(device.MEM_FRACTION_ENV, raising=False)
+    plan = Plan(config_file(workspace, "paper"), SRC)
+    assert plan.gpus == (81559,) and plan.train_gpu() == 1 and plan.gpu_slots == 4  # the default jobs_per_gpu
+    assert float(plan.environment()[device.MEM_FRACTION_ENV]) * plan.gpu_slots <= 0.9
+    two = Plan(config_file(workspace, "paper", execution={"jobs_per_gpu": 2}), SRC)
+    assert two.gpu_slots == 2 and float(two.environment()[device.MEM_FRACTION_ENV]) == 0.45
+    monkeypatch.setenv(device.MEM_FRACTION_ENV, "0.3")  # the user's own share stands
+    assert device.MEM_FRACTION_ENV not in Plan(config_file(workspace, "paper"), SRC).environment()
+
+
+def test_a_cell_too_large_for_its_share_of_the_gpu_is_refused_before_any_job(workspace, monkeypatch):
+    monkeypatch.setenv(device.GPUS_ENV, "4000")  # 4 GB, in four shares of 0.9 GB
+    with pytest.raises(ConfigError, match=r"GPU memory.*execution\.jobs_per_gpu 4; lower execution\.jobs_per_gpu"):
+        Plan(config_file(workspace, "paper"), SRC)
+    assert Plan(config_file(workspace, "paper", execution={"jobs_per_gpu": 1}), SRC).gpu_slots == 1
+
+
+@pytest.mark.parametrize("text,memory", [("81559", (81559,)), ("40960, 40960", (40960, 40960)), ("0", ()),
+                                         ("", ())])
+def test_a_stated_gpu_list_reads_as_each_gpus_memory(text, memory):
+    assert device.parse_gpus(text) == memory
+
+
+def test_a_stated_gpu_list_that_is_not_one_is_refused():
+    with pytest.raises(ConfigError, match="memory in MiB"):
+        device.parse_gpus("H100")
+
+
+@pytest.mark.parametrize("gpus,limit", [("81559", "4"), ("0", None)])
+def test_a_build_on_a_gpu_runs_at_most_jobs_per_gpu_training_jobs_at_once(tmp_path, corpus_path, gpus, limit):
+    """Snakemake itself holds the limit: the build's `gpu` resource is the plan's slots (none without a GPU)."""
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws")
+    result = run(["-m", "snakemake", "--cores", "2", str(paths.CORPUS), "--config", "file=config/paper.yaml"], ws,
+                 {"PYTHONPATH": ws / "src", "ATTNLAB_CORPUS": corpus_path, device.GPUS_ENV: gpus}, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    provided = [line for line in (result.stdout + result.stderr).splitlines() if "Provided resources" in line]
+    if limit is None:
+        assert not any("gpu" in line for line in provided)
+    else:
+        assert provided and re.search(rf"gpu\W+(?:Resource\(\W*gpu\W+)?{limit}\b", provided[0]), provided

@@ -49,6 +49,10 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 config = PLAN.config
 export(PLAN, sys.argv)
+# On a GPU, training jobs claim the resource `gpu` (1 each): allow the card's share of them at once, unless the
+# command line says otherwise (--resources gpu=N).
+if PLAN.gpu_slots:
+    workflow.global_resources.setdefault("gpu", PLAN.gpu_slots)
 
 
 wildcard_constraints:

@@ -13,6 +13,7 @@ rule train_cell:
     threads: 1
     resources:
         mem_mb=PLAN.train_mem_mb,
+        gpu=PLAN.train_gpu,
     params:
         cell=PLAN.cell_config,
         code=PLAN.training_code,

@@ -81,6 +81,17 @@ def estimate(cfg: dict) -> dict:
             "memory_terms": memory, "time_terms": seconds}
 
 
+# The memory terms an accelerator holds (the rest stay on the host): what one job needs of a GPU's memory.
+DEVICE_TERMS = ("parameters and optimiser state", "the activations of one step", "the validation batches",
+                "the telemetry batches with their per-head statistics")
+
+
+def device_memory(cfg: dict) -> tuple[float, tuple]:
+    """The estimated bytes one training cell holds on an accelerator, and its largest term (as estimate's)."""
+    terms = [term for term in estimate(cfg)["memory_terms"] if term[0] in DEVICE_TERMS]
+    return sum(term[-1] for term in terms), max(terms, key=lambda term: term[-1])
+
+
 def machine_memory() -> int | None:
     """Physical memory of this machine in bytes (os.sysconf), or None where the system does not say."""
     try:
@@ -94,11 +105,11 @@ def check_bounds(cfg: dict, source: str = "config") -> None:
     """Refuse a config whose cell could not fit in this machine's memory or finish in MAX_CELL_SECONDS."""
     problems = []
     est, have = estimate(cfg), machine_memory()
-    summary = (f"estimated {_bytes(est['memory'])} of memory and at least {_duration(est['seconds'])} per cell; "
-               f"this machine has {_bytes(have) + ' of' if have else 'an unknown amount of'} memory")
+    summary = (f"estimated {bytes_text(est['memory'])} of memory and at least {_duration(est['seconds'])} per cell; "
+               f"this machine has {bytes_text(have) + ' of' if have else 'an unknown amount of'} memory")
     if have is not None and est["memory"] > have:
         whats, key, value, fix, amount = _largest(est["memory_terms"])
-        problems.append(f"{key}: {value:,} is too large: {whats} would take {_bytes(amount)} ({summary}); {fix}")
+        problems.append(f"{key}: {value:,} is too large: {whats} would take {bytes_text(amount)} ({summary}); {fix}")
     if est["seconds"] > MAX_CELL_SECONDS:
         whats, key, value, fix, amount = _largest(est["time_terms"])
         problems.append(f"{key}: {value:,} is too large: {whats} would take at least {_duration(amount)} even on a "
@@ -122,7 +133,7 @@ def _largest(terms: list) -> tuple:
     return " and ".join(whats), key, value, fix, amount
 
 
-def _bytes(n: float) -> str:
+def bytes_text(n: float) -> str:
     for unit in ("bytes", "KB", "MB", "GB", "TB", "PB"):
         if n < 1000 or unit == "PB":
             return f"{n:.0f} {unit}" if unit == "bytes" else f"{n:.1f} {unit}"

@@ -45,5 +45,6 @@ def collect() -> dict:
         "hostname": platform.node(),
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
+        "gpu_memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),  # None: JAX's default share
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),
     }

@@ -20,10 +20,12 @@ from attnlab.core import fingerprint as code
 from attnlab.core import studies as studies_mod
 from attnlab.core.config import AUTO, load_config, to_json
 from attnlab.core.packages import installed_versions
+from attnlab.core.errors import ConfigError
+from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
 from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import expectation, paths
+from attnlab.pipeline.plan import device, expectation, paths
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
@@ -76,11 +78,22 @@ class Plan:
         self.lock = [str(environment.LOCK)] if environment.LOCK.is_file() else []
         published = src / PUBLISHED
         self.published_config = f"config/{parse_yaml(published.read_text(), str(published))['protocol']}.yaml"
+        self.gpus = device.gpus()
+        self.jobs_per_gpu = self.config["execution"]["jobs_per_gpu"]
+        # Training jobs that may run at once on the GPU (0: none seen, the cores alone decide): the Snakefile sets
+        # it as the build's `gpu` limit unless the command line gives one (--resources gpu=N).
+        self.gpu_slots = self.jobs_per_gpu if self.gpus else 0
+        if self.gpus:
+            check_device_memory(self.config, self.gpus[0], self.jobs_per_gpu)
 
     def environment(self) -> dict[str, str]:
-        """Variables the rules' commands read: where the corpus comes from travels here, not in params, so a new
-        local path to the same bytes is no change (a param change reruns a rule and all that follows it)."""
-        return {"ATTNLAB_DATA_CONFIG": to_json(self.config["data"])}
+        """Variables the rules' commands read. They travel here, not in params (a param change reruns a rule and
+        all that follows it): where the corpus comes from, so a new local path to the same bytes is no change,
+        and on a GPU each training job's share of its memory, unless one is set already."""
+        env = {"ATTNLAB_DATA_CONFIG": to_json(self.config["data"])}
+        if self.gpus and device.MEM_FRACTION_ENV not in os.environ:
+            env[device.MEM_FRACTION_ENV] = str(device.memory_fraction(self.jobs_per_gpu))
+        return env
 
     # ---- code fingerprints: a rule reruns when the behaviour of code it imports changes
 
@@ -144,6 +157,10 @@ class Plan:
         """The trainer's resumable state for the cells of one folder (a Path, which Snakemake does not record as a
         param: moving it is never a change)."""
         return paths.checkpoint_root(wildcards.place)
+
+    def train_gpu(self, wildcards=None) -> int:
+        """The `gpu` resource one training job claims: 1 on a machine whose GPU the planning sees, else 0."""
+        return 1 if self.gpus else 0
 
     def train_mem_mb(self, wildcards, attempt=1) -> int:
         """Declared memory of one training job, scaled from its model (measured peaks: smoke 0.77 GB, default
@@ -248,6 +265,21 @@ class Plan:
         except (OSError, UnicodeDecodeError) as err:
             raise LookupError(f"cannot read {environment.LOCK} ({err}); restore it (git checkout constraints.txt)")
         return to_json(installed_versions(pinned))
+
+
+def check_device_memory(cfg: dict, gpu_mib: int, jobs_per_gpu: int) -> None:
+    """Refuse a study point whose cell would not fit in its share of the GPU, before any job, naming the fix."""
+    share = gpu_mib * 2**20 * device.memory_fraction(jobs_per_gpu)
+    for study in studies_mod.studies(cfg):
+        for point in study.points():
+            need, (what, key, value, fix, _) = device_memory(studies_mod.resolved(cfg, study.fixed + point))
+            if need > share:
+                where = "" if study.name in studies_mod.BUILT_IN else f"studies.{study.name} at " \
+                    f"{studies_mod.point_text(point)}: "
+                raise ConfigError(
+                    f"{where}a training job would need about {bytes_text(need)} of GPU memory ({what}: {key} "
+                    f"{value:,}), more than its share {bytes_text(share)} of the {gpu_mib:,} MiB GPU with "
+                    f"execution.jobs_per_gpu {jobs_per_gpu}; lower execution.jobs_per_gpu, or {fix}")
 
 
 def bundles(keys) -> list[str]:
