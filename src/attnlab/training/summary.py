@@ -8,6 +8,7 @@ the trainer's attnlab.training.train.Cell: its model, batches and key.
 from __future__ import annotations
 
 import math
+import time
 from pathlib import Path
 
 import jax
@@ -27,13 +28,18 @@ LN2 = math.log(2.0)
 
 
 def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: Path,
-                      code_fingerprint: str) -> dict:
+                      code_fingerprint: str, pack: dict | None = None) -> dict:
     """Probe the final weights on the telemetry batches, evaluate the best checkpoint once on the whole
     validation split, and write the bundle in one step."""
-    arrays = jax.tree.map(np.asarray, probe(cell.graphdef, cell.rest, params, cell.probe_x, cell.probe_y,
-                                            min_keys=cell.telemetry.entropy_min_keys))
-    summary = bundle_summary(cell, params, progress, arrays, code_fingerprint)
-    whole = float(evaluate_windows(cell.graphdef, cell.rest, best, cell.whole_x, cell.whole_y, cell.whole_weight))
+    with cell.phases("telemetry"):
+        arrays = jax.tree.map(np.asarray, probe(cell.graphdef, cell.rest, params, cell.probe_x, cell.probe_y,
+                                                min_keys=cell.telemetry.entropy_min_keys))
+        summary = bundle_summary(cell, params, progress, arrays, code_fingerprint)
+        if pack is not None:
+            summary["provenance"]["pack"] = pack
+    with cell.phases("evaluation"):
+        whole = float(evaluate_windows(cell.graphdef, cell.rest, best, cell.whole_x, cell.whole_y,
+                                       cell.whole_weight))
     summary["best_val_loss_whole_split"] = whole
     summary["whole_split_chars"] = int(float(cell.whole_weight.sum()) * cell.mcfg.block_size)
     telemetry = {k: v for k, v in arrays.items() if k in ("max_score", "mass", "correct")}
@@ -42,7 +48,11 @@ def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: P
     attention = {"steps": np.asarray(snap_steps), "tokens": np.asarray(cell.window),
                  "text": np.asarray(cell.corpus.decode(cell.window)),
                  "weights": np.stack([maps[s] for s in snap_steps])}
+    started = time.perf_counter()
+    # Every phase but the writing itself, which ends after bundle.json is sealed (the caller's Phases has it).
+    summary["timings"] = {phase: s for phase, s in cell.phases.seconds.items() if phase != "writing"}
     write_bundle(out, summary, progress.curve, telemetry, attention, lambda d: save_params(d, params), log=cell.log)
+    cell.phases.add("writing", time.perf_counter() - started)
     return summary
 
 

@@ -43,6 +43,7 @@ from attnlab.training.checkpoint import ResumeCheckpoints
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.folder_lock import FolderLock
 from attnlab.training.model import GPT
+from attnlab.training.phases import Phases
 from attnlab.training.progress import Progress
 from attnlab.training.runtime import configure_runtime, exit_with_parent
 from attnlab.training.schedule import schedule
@@ -96,8 +97,10 @@ def cell_identity(cfg: dict, key: CellKey, code_fingerprint: str) -> str:
 class Cell:
     """Everything one training run needs, built once: model, optimiser, corpus streams, compiled step."""
 
-    def __init__(self, cfg: dict, key: CellKey, corpus_path: Path, log):
+    def __init__(self, cfg: dict, key: CellKey, corpus_path: Path, log, phases: Phases | None = None):
         self.cfg, self.key, self.log = cfg, key, log
+        self.phases = phases if phases is not None else Phases()
+        set_up_started = time.perf_counter()
         self.variant, self.lr, self.seed = key.variant, key.lr_value, key.seed
         self.tcfg, self.telemetry = train_config(cfg), telemetry_config(cfg)
         self.corpus = load_corpus(corpus_path, cfg["data"]["train_fraction"], cfg["data"].get("sha256"))
@@ -129,6 +132,8 @@ class Cell:
             jnp.asarray(self.offsets(0, 1)), self.seed_arr, 0, 1, block_size=T,
         ).compile()
         self.compile_s = time.perf_counter() - started
+        self.phases.add("compile", self.compile_s)
+        self.phases.add("set_up", started - set_up_started)
 
     def offsets(self, start: int, n_steps: int) -> np.ndarray:
         return train_offsets(self.seed, start, n_steps, len(self.corpus.train), self.mcfg.block_size,
@@ -143,10 +148,13 @@ class Cell:
 
 
 def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_dir: Path | None = None,
-             code_fingerprint: str = "unrecorded", log=print) -> dict:
+             code_fingerprint: str = "unrecorded", log=print, phases: Phases | None = None,
+             pack: dict | None = None) -> dict:
     """Train one cell from its config slice and write its bundle; returns bundle.json's content.
 
     The key comes from attnlab.core.cell.check_cell: both command lines check the cell before they train.
+    `phases` collects where the wall time goes (a fresh record, from this process's start, by default);
+    `pack` says which cells this process trains with it (attnlab.training.pack), for the provenance.
     """
     out = check_out_dir(out, key)  # refuse a bad --out before any compute
     own = cell_dir(Path(checkpoint_dir).resolve(), key.variant, key.lr, key.seed) if checkpoint_dir is not None \
@@ -159,11 +167,11 @@ def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_d
         checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, key))
         # Every matmul compiled below (the training chunk, evaluations, the probe) at the config's precision.
         held.enter_context(jax.default_matmul_precision(JAX_PRECISION[train_config(cfg).matmul_precision]))
-        cell = Cell(cfg, key, corpus_path, log)
+        cell = Cell(cfg, key, corpus_path, log, phases)
         identity = cell_identity(cfg, key, code_fingerprint)
         params, opt_state, best, progress, maps = restore_or_start(cell, checkpoints, identity)
         params, best, progress, maps = train_until_done(cell, params, opt_state, best, progress, maps, checkpoints)
-        summary = write_cell_bundle(cell, params, best, progress, maps, out, code_fingerprint)
+        summary = write_cell_bundle(cell, params, best, progress, maps, out, code_fingerprint, pack)
         checkpoints.remove()
     return summary
 
@@ -204,7 +212,8 @@ def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, ma
         if not all_finite(params):
             return False
         if step in plan["eval"]:
-            val = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
+            with cell.phases("evaluation"):
+                val = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
             if not math.isfinite(val):
                 return False
             if not progress.curve or val < min(row[2] for row in progress.curve):
@@ -217,7 +226,8 @@ def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, ma
             cell.log(f"{cell.label()} step {step}/{tcfg.steps} train {shown} val {val:.4f} "
                      f"({step / max(progress.elapsed_s, 1e-9):.1f} steps/s)")
         if step in plan["snapshot"]:
-            maps[step] = cell.attention_map(params)
+            with cell.phases("telemetry"):
+                maps[step] = cell.attention_map(params)
         return True
 
     def diverge(at_step: int, why: str):
@@ -238,6 +248,7 @@ def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, ma
                                                step, target - step)
         losses = np.asarray(losses)[: target - step]
         progress.elapsed_s += time.perf_counter() - started
+        cell.phases.add("training", time.perf_counter() - started)
         bad = np.flatnonzero(~np.isfinite(losses) | (losses > tcfg.diverge_loss))
         if bad.size:
             progress.pending_losses += losses[: bad[0]].tolist()

@@ -1,0 +1,88 @@
+"""Several cells of one variant and one config slice, trained one after another in one process.
+
+`python -m attnlab.training.pack --cell-config JSON --variant V --cell LR,SEED [--cell LR,SEED ...]
+--corpus FILE --out-root DIR`: each cell writes its own bundle, at DIR/<variant>/lr<lr>/seed<seed>, in the
+format and with the numbers it has when trained alone (tests/test_pack.py holds it bit for bit); the pack is
+recorded in each bundle's provenance. What the cells share is the process: its imports, JAX's runtime and
+the programs it has compiled (the training chunk, the evaluations, the probe), which on a CPU are most of a
+small cell's wall time (benchmarks/throughput.py prints the split).
+
+A pack is an execution choice, never part of a cell's identity: the config slice, variant, LR and seed are
+the cell's, and a pack may hold any of them. The Snakemake workflow trains one cell per job; a pack is for
+running many cells of a study by hand on one machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from attnlab.core.bundle_format import cell_dir
+from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
+from attnlab.core.cell_key import CellKey
+from attnlab.core.corpus import CorpusError
+from attnlab.core.errors import ConfigError
+from attnlab.core.variants import UnknownVariantError
+from attnlab.training.disk_full import DiskFullError
+from attnlab.training.phases import Phases
+from attnlab.training.runtime import configure_runtime
+from attnlab.training.train import run_cell
+
+
+def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, checkpoint_dir: Path | None = None,
+             code_fingerprint: str = "unrecorded", log=print) -> list[tuple[dict, Phases]]:
+    """Train each cell in turn; returns each one's bundle summary and where its wall time went."""
+    done = []
+    for i, key in enumerate(keys):
+        phases = Phases() if i == 0 else Phases(start_up=0.0)
+        pack = {"index": i, "size": len(keys), "cells": [k.label() for k in keys]}
+        summary = run_cell(cfg, key, corpus_path, cell_dir(Path(out_root), key.variant, key.lr, key.seed),
+                           checkpoint_dir=checkpoint_dir, code_fingerprint=code_fingerprint, log=log,
+                           phases=phases, pack=pack)
+        done.append((summary, phases))
+    return done
+
+
+def parse_cell(text: str) -> tuple[float, int]:
+    try:
+        lr, seed = text.split(",")
+        return float(lr), int(seed)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not LR,SEED (e.g. 0.003,1)") from None
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cell-config", required=True, help="JSON config slice the cells share")
+    parser.add_argument("--variant", required=True)
+    parser.add_argument("--cell", required=True, action="append", type=parse_cell, help="LR,SEED (repeat)")
+    parser.add_argument("--corpus", required=True, type=Path)
+    parser.add_argument("--out-root", required=True, type=Path, help="each bundle goes to <root>/<variant>/lr/seed")
+    parser.add_argument("--checkpoint-dir", type=Path, default=None)
+    parser.add_argument("--code-fingerprint", default="unrecorded")
+    parser.add_argument("--compile-cache", type=Path, default=None)
+    parser.add_argument("--threads", type=at_least_one("threads"), default=1)
+    args = parser.parse_args(argv)
+    if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
+        parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
+    configure_runtime(args.threads, args.compile_cache)
+    try:
+        keys = [check_cell(args.variant, lr, seed) for lr, seed in args.cell]
+        if len(set(keys)) != len(keys):
+            raise ConfigError("a --cell is given twice; give each LR,SEED once")
+        done = run_pack(json.loads(args.cell_config), keys, args.corpus, args.out_root, args.checkpoint_dir,
+                        args.code_fingerprint)
+    except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    for summary, phases in done:
+        spent = ", ".join(f"{k} {v:.1f}s" for k, v in phases.seconds.items())
+        print(f"done {summary['variant']} lr={summary['lr']!r} seed={summary['seed']}: best val "
+              f"{summary['best_val_loss']:.4f}; {spent}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

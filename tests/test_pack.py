@@ -1,0 +1,75 @@
+"""A pack (attnlab.training.pack): cells trained one after another in one process give, bit for bit, the numbers
+each gives alone, each in its own bundle, with the pack in its provenance."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from attnlab.core.bundle_format import cell_dir
+from processes import CODE_FINGERPRINT, run, trainer_args
+
+NUMBERS = ("best_val_loss", "final_val_loss", "best_val_loss_whole_split", "n_params", "telemetry", "learned")
+
+
+def same_cell(a, b) -> list[str]:
+    """What differs between two bundles' numbers: curve, summary numbers, telemetry and attention arrays."""
+    found = []
+    curve_a, curve_b = (pd.read_csv(p / "curve.csv")[["step", "train_loss", "val_loss"]] for p in (a, b))
+    if not curve_a.equals(curve_b):
+        found.append("curve.csv")
+    ja, jb = (json.loads((p / "bundle.json").read_text()) for p in (a, b))
+    found += [key for key in NUMBERS if ja.get(key) != jb.get(key)]
+    for name in ("telemetry.npz", "attention.npz"):
+        with np.load(a / name) as x, np.load(b / name) as y:
+            if set(x.files) != set(y.files) or not all(np.array_equal(x[f], y[f]) for f in x.files):
+                found.append(name)
+    return found
+
+
+@pytest.fixture
+def pack_cfg(tiny_cfg, small_corpus):
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    cfg["train"].update(steps=20, eval_every=10)
+    return cfg, corpus
+
+
+@pytest.mark.parametrize("variant", ["softmax", "yat_b"])  # yat_b amplifies any rounding difference
+def test_a_cell_trained_second_in_a_pack_is_the_cell_trained_alone(pack_cfg, tmp_path, variant):
+    cfg, corpus = pack_cfg
+    packed = run(["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", variant,
+                  "--cell", "0.003,0", "--cell", "0.003,1", "--corpus", corpus, "--out-root", tmp_path / "pack",
+                  "--code-fingerprint", CODE_FINGERPRINT])
+    assert packed.returncode == 0, packed.stderr[-3000:]
+    alone = run(trainer_args(cfg, tmp_path / "alone", corpus, variant, "0.003", 1))
+    assert alone.returncode == 0, alone.stderr[-3000:]
+    second = cell_dir(tmp_path / "pack", variant, 0.003, 1)
+    assert same_cell(second, tmp_path / "alone") == []
+    pack = json.loads((second / "bundle.json").read_text())["provenance"]["pack"]
+    assert pack["index"] == 1 and pack["size"] == 2 and len(pack["cells"]) == 2
+    assert "pack" not in json.loads((tmp_path / "alone" / "bundle.json").read_text())["provenance"]
+
+
+def test_a_pack_shares_the_process_so_its_later_cells_start_and_compile_for_less(pack_cfg, tmp_path):
+    from attnlab.core.cell_key import CellKey
+    from attnlab.training.pack import run_pack
+
+    cfg, corpus = pack_cfg
+    keys = [CellKey.of("softmax", 3e-3, seed) for seed in (0, 1)]
+    (first, first_phases), (_, later) = run_pack(cfg, keys, corpus, tmp_path / "pack", log=lambda *_: None)
+    assert later.seconds["start_up"] == 0.0
+    assert later.seconds["compile"] < first_phases.seconds["compile"]
+    assert set(first["timings"]) == set(first_phases.seconds) - {"writing"}
+
+
+def test_a_pack_refuses_a_cell_given_twice(pack_cfg, tmp_path):
+    cfg, corpus = pack_cfg
+    result = run(["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", "softmax",
+                  "--cell", "0.003,0", "--cell", "0.003,0", "--corpus", corpus, "--out-root", tmp_path / "pack"])
+    assert result.returncode == 2 and "given twice" in result.stderr and not (tmp_path / "pack").exists()
