@@ -127,10 +127,8 @@ class Cell:
         self.window = map_window(self.corpus.val, T, self.telemetry.window_offset)
         self.seed_arr = jnp.asarray(self.seed, dtype=jnp.uint32)
         started = time.perf_counter()
-        self.chunk = train_chunk.lower(
-            self.graphdef, self.rest, self.optimizer, self.params, self.opt_state, self.tokens,
-            jnp.asarray(self.offsets(0, 1)), self.seed_arr, 0, 1, block_size=T,
-        ).compile()
+        self.chunk = compiled_chunk(self.graphdef, self.rest, self.optimizer, self.params, self.opt_state,
+                                    self.tokens, jnp.asarray(self.offsets(0, 1)), self.seed_arr, T)
         self.compile_s = time.perf_counter() - started
         self.phases.add("compile", self.compile_s)
         self.phases.add("set_up", started - set_up_started)
@@ -145,6 +143,24 @@ class Cell:
     def attention_map(self, params) -> np.ndarray:
         return np.asarray(window_attention(self.graphdef, self.rest, params, jnp.asarray(self.window)),
                           dtype=np.float16)
+
+
+# The compiled training chunk of each program this process has built (a pack's later cells reuse it). The key
+# is everything the program depends on: the model's graph, the optimiser's structure (its LR and weight decay are
+# runtime values in its state), the shapes and dtypes of every argument, the block size and the matmul precision.
+_CHUNKS: dict = {}
+
+
+def compiled_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, block_size: int):
+    """train_chunk compiled ahead of time for these arguments, once per process per program."""
+    shapes = jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), (rest, params, opt_state, tokens, offsets,
+                                                                          seed))
+    key = (graphdef, jax.tree.structure(opt_state), str(shapes), block_size,
+           jax.config.jax_default_matmul_precision)
+    if key not in _CHUNKS:
+        _CHUNKS[key] = train_chunk.lower(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, 0, 1,
+                                         block_size=block_size).compile()
+    return _CHUNKS[key]
 
 
 def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_dir: Path | None = None,
