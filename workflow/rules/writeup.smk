@@ -1,4 +1,4 @@
-WRITEUP = [str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML)]
+WRITEUP = [str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML), str(paths.WRITEUP_PDF)]
 # The claims ledger as a table of its own (one row per claim, a `verdict` column), readable without the
 # notebook; the writeup shows this file.
 LEDGER = [str(paths.table("ledger", ext)) for ext in ("csv", "md", "tex")]
@@ -89,6 +89,7 @@ rule writeup:
     output:
         notebook=str(paths.WRITEUP_NOTEBOOK),
         html=str(paths.WRITEUP_HTML),
+        pdf=str(paths.WRITEUP_PDF),
     params:
         code=pipeline_code(
             "attnlab.pipeline.claims",
@@ -99,6 +100,7 @@ rule writeup:
         environment=locked_versions,
         results=paths.RESULTS,
         scratch=paths.WRITEUP / ".build.XXXXXX",
+        paper=config["writeup"]["paper"],  # the printed writeup's paper size (a4 or letter)
     log:
         str(paths.log("writeup")),
     message:
@@ -107,8 +109,10 @@ rule writeup:
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
-        # The manifest is read strictly first: one line names a build.json that is not one, and the fix.
+        # The manifest is read strictly first: one line names a build.json that is not one, and the fix;
+        # so is the browser that prints the PDF: one line says how to install it.
         "python -m attnlab.pipeline.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
+        "python -m attnlab.pipeline.report.pdf --check > {log} 2>&1 || {{ cat {log} >&2; exit 2; }}; "
         "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
         "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "
@@ -116,4 +120,7 @@ rule writeup:
         # The template drops the CDN scripts, so the page is one self-contained file.
         "jupyter nbconvert --to html --no-input --template-file {input.template} $scratch/writeup.ipynb "
         "--output-dir $scratch && "
-        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html}) > {log} 2>&1"
+        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html} && "
+        # The PDF is printed from the page in place (its relative links then resolve) and written whole.
+        "python -m attnlab.pipeline.report.pdf --html {output.html} --out {output.pdf} --paper {params.paper}"
+        ") > {log} 2>&1"

@@ -4,7 +4,8 @@
 - build: the tables the page reads, the protocol beside the published one, provenance, compute used;
 - abstract: the variants and the abstract at the top;
 - contest, telemetry, a3, scale: each section's tables for reading and its results paragraph;
-- ledger: the claim → verdict summary, the full ledger, the posts cited.
+- ledger: the claim → verdict summary, the full ledger, the posts cited;
+- pdf: the page printed to PDF (headless Chromium), A4 or Letter, with page numbers and the running title.
 
 Numbers are written by attnlab.pipeline.formatting, as in the tables' .md and .tex.
 Nothing here derives what a table holds: the tables (attnlab.pipeline.tables) and the
@@ -12,6 +13,6 @@ ledger (attnlab.pipeline.claims) compute, these modules present. The package imp
 every module, so the writeup rule's code fingerprint of it covers them all.
 """
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, scale, style, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, pdf, scale, style, telemetry
 
-__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "scale", "style", "telemetry"]
+__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "pdf", "scale", "style", "telemetry"]
