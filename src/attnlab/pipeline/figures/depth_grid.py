@@ -9,8 +9,7 @@ import numpy as np
 from attnlab.pipeline.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import cell_lines, draw_map, map_figure, map_header, map_norm
-from attnlab.pipeline.figures.style import TEXT_WIDTH
+from attnlab.pipeline.figures.maps import MAP_LABELS, cell_lines, draw_map, map_figure, map_norm
 from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
@@ -32,8 +31,10 @@ def load_maps(runs, contest) -> list[dict]:
 def draw(maps: list[dict], style: dict):
     layers = max((m["maps"].shape[0] for m in maps), default=1)
     cols = max(len(maps), 1)
-    fig, header, body, axes = map_figure(style, layers, cols)
-    side = axes[0, 0].get_position().width * TEXT_WIDTH
+    title = ("Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per variant, "
+             "named above its column)" if maps else "Trained attention through depth")
+    fig, body, axes = map_figure(style, layers, cols, title, maps[0]["text"] if maps else None)
+    side = fig.get_figwidth() - MAP_LABELS
     norm = map_norm()
     image = None
     for c, entry in enumerate(maps):
@@ -44,17 +45,15 @@ def draw(maps: list[dict], style: dict):
                 continue
             image = draw_map(ax, entry["maps"][layer], norm, label_x=layer == layers - 1, label_y=c == 0)
             if layer == 0:
-                ax.set_title(f"{cell_lines(entry['label'], max(side, 1.0))}\nstep {entry['step']}", fontsize=7.5)
+                ax.set_title(f"{cell_lines(entry['label'], max(side / cols, 0.9))}\nstep {entry['step']}",
+                             fontsize=7.5)
             if c == 0:
                 ax.set_ylabel(f"layer {layer}\nquery position", fontsize=7.5)
     if image is not None:
         body.colorbar(image, ax=axes, shrink=0.6, label="attention weight\n(mean over heads, sqrt scale)")
-        map_header(header, "Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per "
-                   "variant, named above its column)", maps[0]["text"])
         set_key_characters(axes[0, :len(maps)], maps[0]["text"])
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
-        map_header(header, "Trained attention through depth", None)
     return fig
 
 

@@ -19,8 +19,8 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import contest_cells, lr_text, variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import (MARKER_EDGE, TEXT_WIDTH, empty_note, title, variant_color, variant_handle,
-                                            variant_marker, wrap)
+from attnlab.pipeline.figures.style import (MARKER_EDGE, MAX_HEIGHT, TEXT_WIDTH, empty_note, title, variant_color,
+                                            variant_handle, variant_marker, wrap)
 
 SEED_STYLES = ("-", "--", ":", "-.")
 BINS = 40
@@ -72,7 +72,8 @@ def draw(data: dict, style: dict):
     entries, order, table = data["entries"], data["order"], data["table"]
     variants = [v for v in order if any(e["variant"] == v for e in entries)]
     rows = max(len(variants), 1)
-    fig = plt.figure(figsize=(TEXT_WIDTH, max(4.2, 1.7 * rows + 1.0)), dpi=style["dpi"], layout="constrained")
+    fig = plt.figure(figsize=(TEXT_WIDTH, min(max(4.2, 1.7 * rows + 1.0), MAX_HEIGHT)), dpi=style["dpi"],
+                     layout="constrained")
     grid = fig.add_gridspec(rows, 2, width_ratios=[1, 1.2])
     roc = fig.add_subplot(grid[:, 0])
     if not entries:

@@ -25,7 +25,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from attnlab.core.config import schema as config_schema  # noqa: E402
 
 TEXT_WIDTH = 6.5  # inches: the printed text column (A4 and Letter less their margins are wider)
-MAX_HEIGHT = 8.0  # inches: a figure with its caption still fits one printed page
+# inches: a figure, its caption and the line under it (about 1.5 in more) take at most two thirds of a
+# printed page's text area (A4 or Letter), so a figure that does not fit where it falls and moves whole to
+# the next page leaves the page before it at least a third full
+MAX_HEIGHT = 5.0
 MIN_FONT = 7.0  # points at printed size: no figure letters anything smaller
 # matplotlib's default sizes, in points, for the printed column ('small' and smaller are never used).
 FONTS = {"font.size": 8.0, "axes.titlesize": 8.5, "axes.labelsize": 8.0, "xtick.labelsize": 7.5,

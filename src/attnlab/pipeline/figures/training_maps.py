@@ -9,7 +9,7 @@ import numpy as np
 from attnlab.pipeline.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import cell_lines, clamp, draw_map, map_figure, map_header, map_norm
+from attnlab.pipeline.figures.maps import cell_lines, clamp, draw_map, map_figure, map_norm
 from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
@@ -41,7 +41,10 @@ def _step_title(step: int, total) -> str:
 def draw(entries: list[dict], style: dict):
     rows = max(len(entries), 1)
     cols = max((len(e["steps"]) for e in entries), default=1)
-    fig, header, body, axes = map_figure(style, rows, cols)
+    where = {(e["layer"], e["head"]) for e in entries}
+    shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where)) or "no contest cells"
+    fig, body, axes = map_figure(style, rows, cols, f"Attention through training ({shown}; contest LR, one seed "
+                                 "per variant, named at its row)", entries[0]["text"] if entries else None)
     norm = map_norm()
     image = None
     for r, entry in enumerate(entries):
@@ -60,14 +63,9 @@ def draw(entries: list[dict], style: dict):
                 ax.set_ylabel(f"{cell_lines(entry['label'], 1.2)}\nquery position", fontsize=7.5)
     if image is not None:
         body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (sqrt scale)")
-        where = {(e["layer"], e["head"]) for e in entries}
-        shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where))
-        map_header(header, f"Attention through training ({shown}; contest LR, one seed per variant, named at its "
-                   "row)", entries[0]["text"])
         set_key_characters(axes[0, :], entries[0]["text"])
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
-        map_header(header, "Attention through training (no contest cells)", None)
     return fig
 
 
