@@ -139,10 +139,11 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     kinds = {c: "num" if _numeric_column(frame[c]) and c not in left else
              "text word" if _word_column(frame[c]) else "text" for c in columns}
     keep = ["keep"] if len(frame) <= KEEP_ROWS and not widths else []  # printed on one page
-    classes = " ".join(["paper", *css.split()] + (["wide"] if widths else []) + keep)
+    dense = ["dense"] if len(columns) >= DENSE_COLUMNS else []  # printed smaller, to fit the page's width
+    classes = " ".join(["paper", *css.split()] + (["wide"] if widths else []) + keep + dense)
     ident = f' id="{anchor("table", name)}"' if name else ""
     layout = ' style="table-layout:fixed"' if widths else ""
-    cols = ("<colgroup>" + "".join(f'<col style="width:{_length(widths.get(c, 8))}">' for c in columns)
+    cols = ("<colgroup>" + "".join(f'<col style="width:{width}">' for width in _col_widths(columns, widths))
             + "</colgroup>" if widths else "")
     head = ""
     if groups:
@@ -162,11 +163,16 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
 
 
 KEEP_ROWS = 12  # a table of no more rows than this is printed on one page, not split across two
+# A table of this many columns or more (the scale ladder's) is printed in a smaller type, its intervals free to
+# wrap after their comma: whole, they would make it wider than the page.
+DENSE_COLUMNS = 12
 # A sign or operator standing alone between spaces in a header ('− softmax', 'row sum − 1') stays on the
 # line of the word after it.
 _LONE_OPERATOR = re.compile(r"(?:(?<=\s)|^)([−+±×=<>≈]) ")
-# What a cell of numbers never breaks inside: an interval '[−0.0453, +0.3986]' and a 'mean ± std'.
-_UNBROKEN = re.compile(r"\[[^\[\]]*\]|\S+ ± \S+")
+# What a cell never breaks inside: an interval '[−0.0453, +0.3986]', a 'mean ± std', a number in e-notation
+# or a range of them ('1e-2', '3e-4–3e-3'), whose hyphen the browser would otherwise break after.
+_E_NUMBER = r"[−+-]?\d+(?:\.\d+)?e[−+-]?\d+"
+_UNBROKEN = re.compile(rf"\[[^\[\]]*\]|\S+ ± \S+|{_E_NUMBER}(?:[–-]{_E_NUMBER})*")
 
 
 def header_html(text: str) -> str:
@@ -178,11 +184,14 @@ def header_html(text: str) -> str:
 
 
 def cell_html(text: str) -> str:
-    """A cell's text as HTML: intervals and 'mean ± std' kept on one line, a path free to wrap after a slash."""
+    """A cell's text as HTML: intervals and 'mean ± std' kept on one line (an interval may wrap after its comma
+    where the stylesheet lets it: in a column of running text, or a dense table), a path free to wrap after a
+    slash."""
     out, at = [], 0
     for match in _UNBROKEN.finditer(text):
         out.append(_wrappable(text[at:match.start()]))
-        out.append(f'<span class="unbroken">{html.escape(match.group(0))}</span>')
+        kind = "unbroken interval" if match.group(0).startswith("[") else "unbroken"
+        out.append(f'<span class="{kind}">{html.escape(match.group(0))}</span>')
         at = match.end()
     out.append(_wrappable(text[at:]))
     return "".join(out)
@@ -193,8 +202,14 @@ def _wrappable(text: str) -> str:
     return re.sub(r"(?<=\w)/(?=\w)", "/<wbr>", html.escape(text))
 
 
-def _length(width) -> str:
-    return width if isinstance(width, str) else f"{width}%"
+def _col_widths(columns: list, widths: dict) -> list[str]:
+    """Each column's CSS width: a length as given ('13em'), a percent as its share of what the lengths leave,
+    so the columns add up to the table's width on any page (the text column on screen, A4 or Letter)."""
+    given = {c: widths.get(c, 8) for c in columns}
+    fixed = [w for w in given.values() if isinstance(w, str)]
+    total = sum(w for w in given.values() if not isinstance(w, str)) or 1
+    rest = f"(100% - {' - '.join(fixed)})" if fixed else "100%"
+    return [w if isinstance(w, str) else f"calc({rest} * {w / total:.4f})" for w in given.values()]
 
 
 def details_html(frame: pd.DataFrame, summary: str) -> str:

@@ -45,6 +45,8 @@ figure.paper p.made-by { font-size: 0.8em; color: #555; margin: 0.3em auto 0 aut
 .jp-RenderedHTMLCommon table.paper td { padding: 0.25em 0.6em; vertical-align: top; border: none;
   overflow-wrap: break-word; }
 .jp-RenderedHTMLCommon table.paper span.unbroken { white-space: nowrap; }
+.jp-RenderedHTMLCommon table.paper.wide span.interval, .jp-RenderedHTMLCommon table.paper.dense span.interval {
+  white-space: normal; }
 .jp-RenderedHTMLCommon table.paper:not(.wide) td:first-child, .jp-RenderedHTMLCommon table.paper td a {
   overflow-wrap: normal; }
 .jp-RenderedHTMLCommon table.paper tbody tr:nth-child(odd) { background: #f6f6f6; }
@@ -86,11 +88,12 @@ ol.references li { margin-bottom: 0.3em; }
   figure.paper img.animated { display: none; }
   figure.paper img.poster { display: block; }
   figure.paper figcaption, figure.paper p.made-by { max-width: none; }
-  .jp-RenderedHTMLCommon table.paper { font-size: 8pt; margin: 0.3em 0 1.2em 0; }
-  .jp-RenderedHTMLCommon table.paper.small { font-size: 7.5pt; }
+  .jp-RenderedHTMLCommon table.paper { font-size: 7.5pt; margin: 0.3em 0 1.2em 0; }
+  .jp-RenderedHTMLCommon table.paper.small { font-size: 7pt; }
+  .jp-RenderedHTMLCommon table.paper.dense { font-size: 6.5pt; }
   .jp-RenderedHTMLCommon table.paper.keep { break-inside: avoid; page-break-inside: avoid; }
   .jp-RenderedHTMLCommon table.paper caption { max-width: none; font-size: 8.5pt; }
-  .jp-RenderedHTMLCommon table.paper th, .jp-RenderedHTMLCommon table.paper td { padding: 0.2em 0.4em; }
+  .jp-RenderedHTMLCommon table.paper th, .jp-RenderedHTMLCommon table.paper td { padding: 0.2em 0.35em; }
   .jp-RenderedHTMLCommon table.paper th { overflow-wrap: normal; word-break: keep-all; }
   .jp-RenderedHTMLCommon table.paper tbody tr:hover { background: inherit; }
   .jp-RenderedHTMLCommon table.paper tbody tr:nth-child(odd) { background: #f4f4f4; }
