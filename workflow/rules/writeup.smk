@@ -96,6 +96,7 @@ rule writeup:
             "attnlab.pipeline.report",
             "attnlab.pipeline.environment",
             "attnlab.core.telemetry_stats",
+            "attnlab.pipeline.report.pdf",
         ),
         environment=locked_versions,
         results=paths.RESULTS,

@@ -26,10 +26,20 @@ import tempfile
 from pathlib import Path
 
 PAPERS = {"a4": "A4", "letter": "letter"}  # the config's name -> CSS @page size
-# Page margins (top right bottom left): the running title and the page number sit inside the top and
-# bottom ones. The text column left between the side margins is 174 mm on A4 and 180 mm on Letter, wider
-# than the figures' design width (attnlab.pipeline.figures.style.TEXT_WIDTH), so no figure is scaled down.
-MARGINS = "17mm 18mm 16mm 18mm"
+PAPER_MM = {"a4": (210.0, 297.0), "letter": (215.9, 279.4)}  # width, height
+# Page margins in mm (top, right, bottom, left): the running title and the page number sit inside the top
+# and bottom ones. The text column left between the side margins is 180 mm on A4 and 186 mm on Letter,
+# wider than the figures' design width (attnlab.pipeline.figures.style.TEXT_WIDTH, 165 mm), so no figure
+# is scaled down.
+MARGINS_MM = (17.0, 15.0, 16.0, 15.0)
+MARGINS = " ".join(f"{m:g}mm" for m in MARGINS_MM)
+
+
+def text_area_mm(paper: str) -> tuple[float, float]:
+    """The width and height (mm) of a page of `paper` inside its margins, where the page's content goes."""
+    width, height = PAPER_MM[paper]
+    top, right, bottom, left = MARGINS_MM
+    return width - left - right, height - top - bottom
 BROWSER_ENV = "ATTNLAB_CHROMIUM"  # a Chromium or Chrome binary to print with, where none is on PATH
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
 INSTALL = (f"install Chromium (Debian or Ubuntu: apt-get install chromium) or set {BROWSER_ENV} to a "
