@@ -134,6 +134,12 @@ def test_every_page_carries_the_running_title_and_its_number(printed):
 
 
 @pytest.mark.slow
+def test_the_paper_ends_with_its_provenance_whole_never_a_stranded_line(printed):
+    last = flat(printed["pages"][-1])
+    assert "Provenance" in last and "What the trained cells ran on" in last and "Version drift:" in last
+
+
+@pytest.mark.slow
 def test_the_cited_posts_print_their_addresses(printed):
     urls = [source["url"] for source in published()["sources"].values() if source.get("url")
             and source.get("cited", True)]

@@ -76,6 +76,8 @@ ol.references li { margin-bottom: 0.3em; }
   .jp-Cell, .jp-Cell-outputWrapper, .jp-OutputArea, .jp-OutputArea-child { margin: 0; padding: 0; }
   /* JupyterLab holds each output on one page in print, which pushes a long table whole to the next page */
   .jp-OutputArea-child, .jp-Cell { break-inside: auto; page-break-inside: auto; }
+  /* the last section's one cell (the provenance table and the version-drift line) ends the paper together */
+  main > .jp-Cell:last-child { break-inside: avoid; page-break-inside: avoid; }
   .jp-OutputArea-output { display: block; overflow: visible; }
   .jp-RenderedHTMLCommon { font-size: 10pt; line-height: 1.4; padding-right: 0; }
   .jp-RenderedHTMLCommon p, .jp-RenderedHTMLCommon li { max-width: none; orphans: 3; widows: 3; }
