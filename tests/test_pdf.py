@@ -239,4 +239,5 @@ def test_a_page_prints_at_the_paper_size_asked_for_with_its_title_and_number(tmp
     (text,) = page_texts(out)
     assert TITLE in text and "page 1 of 1" in text
     assert sorted(p.name for p in out.parent.iterdir()) == ["page.pdf"]
+    assert out.stat().st_mode & 0o777 == (page.stat().st_mode & 0o777), "as readable as the page it prints"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "page.html"], "the print copy is removed"

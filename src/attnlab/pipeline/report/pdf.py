@@ -125,11 +125,18 @@ def print_pdf(html_path: Path, out: Path, paper: str = "a4", browser: str | None
                 said = [line for line in (result.stderr or "").splitlines() if line.strip()]
                 raise PrintError(f"{browser} printed no PDF of {html_path} (exit {result.returncode})"
                                  + (f": {said[-1].strip()}" if said else ""))
+            os.chmod(partial, 0o666 & ~_umask())  # a temporary file is private; the PDF is as any file made here
             os.replace(partial, out)
         finally:
             for leftover in (copy, partial):
                 Path(leftover).unlink(missing_ok=True)
     return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
 
 
 def main(argv=None) -> int:
