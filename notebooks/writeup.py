@@ -218,15 +218,10 @@ show_figure("scalars")
 
 # %% [markdown]
 # ## 10. What A³'s gates did
-# The gate is a learned inverse temperature per query row and head. The first
-# table checks where A³ starts on the stored step-0 maps. The second sets A³'s
-# rows against softmax's layer by layer, with the two mechanisms that shape
-# them: the gate (below its init it cools the logits) and the spread of the key
-# bias over the keys (wider sharpens). The third asks whether a learned
-# per-head temperature, started where A³'s gate starts, gains as much.
 
 # %%
-say(a3.start_sentence() + "; the first table checks exactly that.")
+say(a3.section_intro(SHOWN))  # names only the tables this build shows (the temperature arm's when it has one)
+say(a3.start_paragraph(SHOWN))
 if "a3_init" in SHOWN:
     show_table(shown("a3_init", tables["a3_init"]),
                "A³ at step 0 against softmax at step 0, first layer, per seed (attention weights, unitless).",

@@ -26,9 +26,11 @@ SMOKE_REFERENCE_ENV = "ATTNLAB_SMOKE_REFERENCE"
 CACHE_DIR_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable: the run's one compilation cache
 COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
-# Fixture -> xdist group: the session and module fixtures that train or build. test_browser's
-# built_writeup asks for smoke_workspace at run time, where pytest cannot see the dependency.
-SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest, test_browser
+# A built workspace for the tests that read a finished writeup (test_browser, test_pdf) instead of the smoke build.
+BROWSER_WORKSPACE_ENV = "ATTNLAB_BROWSER_WORKSPACE"
+# Fixture -> xdist group: the session and module fixtures that train or build. built_writeup asks for
+# smoke_workspace at run time, where pytest cannot see the dependency.
+SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest
                  "one_cell": "one_cell",  # test_collection
                  "trained": "trained",  # test_faults
                  "two_bundles": "two_bundles"}  # test_reliability
@@ -186,6 +188,16 @@ def smoke_workspace(tmp_path_factory, corpus_path):
     if os.environ.get(SMOKE_REFERENCE_ENV):
         export_smoke_reference(ws, Path(os.environ[SMOKE_REFERENCE_ENV]))
     return ws
+
+
+@pytest.fixture(scope="session")
+def built_writeup(request) -> Path:
+    """A workspace with a built writeup: $ATTNLAB_BROWSER_WORKSPACE (the default build, say), else the smoke
+    build (asked for only then, so a given workspace builds nothing here)."""
+    given = os.environ.get(BROWSER_WORKSPACE_ENV)
+    if given:
+        return Path(given)
+    return request.getfixturevalue("smoke_workspace")
 
 
 def export_smoke_reference(ws: Path, dest: Path) -> None:

@@ -5,22 +5,25 @@ or input prompt shows, nothing is fetched from the network, the claims ledger
 is there, no table is wider than the text column, the claim → verdict summary
 comes before section 1, no caption names a config key, every figure says which
 rule made it from which CSV, and every link inside the page lands on something.
-In print (Chromium's print media at a Letter page, then Page.printToPDF): no
-verdict badge or table header word breaks across lines or spills out of its
-cell, every figure fits one page with its caption and cannot be split from it,
-and an animated figure shows its still poster.
-A full-page screenshot and the PDF are saved under the workspace's results/.
+In print (Chromium's print media at the narrower text area of the printed
+writeup's two papers, attnlab.pipeline.report.pdf, then Page.printToPDF): no
+verdict badge breaks across lines or spills out of its cell, no table header
+word breaks at all and no word of a cell breaks between two letters, no table
+is wider than its column, every figure fits one page with its caption and
+cannot be split from it, and an animated figure shows its still poster.
+A full-page screenshot and this print are saved under the workspace's results/writeup/ (beside, never
+over, the build's own writeup.pdf).
 Skipped, with the reason, where no Chromium is installed (CI installs the
 distribution's chromium and chromium-driver: .ci/run).
 
 ATTNLAB_BROWSER_WORKSPACE=<a built workspace> checks that build (the default
-build, say) instead of building the smoke workspace here.
+build, say) instead of building the smoke workspace here (conftest's
+built_writeup, which tests/test_pdf.py reads the printed writeup of too).
 """
 
 from __future__ import annotations
 
 import base64
-import os
 import re
 import shutil
 from contextlib import contextmanager
@@ -29,18 +32,19 @@ from pathlib import Path
 import pytest
 
 from attnlab.core.config import schema
+from attnlab.pipeline.report import pdf
 
 CHROMIUM = next((shutil.which(name) for name in ("chromium", "chromium-browser", "google-chrome")
                  if shutil.which(name)), None)
 CHROMEDRIVER = shutil.which("chromedriver")
 NO_BROWSER = ("no headless browser: install the Debian packages chromium and chromium-driver "
               "(apt-get install chromium chromium-driver, as .ci/run does)")
-WORKSPACE_ENV = "ATTNLAB_BROWSER_WORKSPACE"
 SCREENSHOT = Path("results") / "writeup" / "writeup_screenshot.png"
-PDF = Path("results") / "writeup" / "writeup.pdf"
+PDF = Path("results") / "writeup" / "writeup_print_check.pdf"  # not the build's writeup.pdf
 SCREEN_WIDTH = 1280  # the window a reader opens the page in
-# A Letter page less Chromium's default print margins (0.4 in each side), in CSS pixels (96 per inch).
-PRINT_WIDTH, PRINT_HEIGHT = round((8.5 - 0.8) * 96), round((11 - 0.8) * 96)
+# The printed writeup's text area, the narrower and the shorter of A4's and Letter's, in CSS pixels (96 per inch).
+PRINT_WIDTH, PRINT_HEIGHT = (round(min(pdf.text_area_mm(paper)[i] for paper in pdf.PAPERS) / 25.4 * 96)
+                             for i in (0, 1))
 # What a reader of the paper must never meet: code cells and their prompts, and error output.
 CODE_SELECTORS = (".jp-InputPrompt, .jp-OutputPrompt, .jp-InputArea-editor, .jp-CodeMirrorEditor, "
                   ".input_prompt, .output_prompt, div.input_area")
@@ -138,8 +142,9 @@ def layout_problems(driver) -> list[str]:
 
 
 def print_problems(driver) -> list[str]:
-    """The page under print media on a Letter page: badges broken across lines, figures that could split from
-    their caption or do not fit a page, animations without a still."""
+    """The page under print media in the printed text area: badges broken across lines, header words broken,
+    cell words broken between letters, tables wider than their column, figures that could split from their
+    caption or do not fit a page, animations without a still."""
     driver.execute_cdp_cmd("Emulation.setDeviceMetricsOverride", {
         "width": PRINT_WIDTH, "height": PRINT_HEIGHT, "deviceScaleFactor": 1, "mobile": False})
     driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": "print"})
@@ -147,22 +152,36 @@ def print_problems(driver) -> list[str]:
         found = driver.execute_script("""
           const lines = el => { const r = document.createRange(); r.selectNodeContents(el);
             return new Set(Array.from(r.getClientRects()).filter(b => b.width > 0).map(b => Math.round(b.top))).size; };
-          // A header word broken between two letters or digits (not after a '/' or '-'), or running past its cell.
+          // A header word broken anywhere ('1/' over 'σ(3)|' too) or running past its cell; a cell's word broken
+          // between two letters or digits (a path may wrap after its '/', a range after its '-').
           const top = (node, i) => { const r = document.createRange(); r.setStart(node, i); r.setEnd(node, i + 1);
             const b = Array.from(r.getClientRects()).find(b => b.width > 0); return b ? Math.round(b.top) : null; };
-          const heads = [];
-          for (const th of document.querySelectorAll('th')) {
-            const right = th.getBoundingClientRect().right;
-            const walk = document.createTreeWalker(th, NodeFilter.SHOW_TEXT);
-            for (let node = walk.nextNode(); node; node = walk.nextNode())
-              for (const m of node.data.matchAll(/\\S+/g)) {
-                const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
-                let bad = Array.from(r.getClientRects()).some(b => b.width > 0 && b.right > right + 1);
-                for (let i = m.index + 1; i < m.index + m[0].length && !bad; i++)
-                  bad = /\\w/.test(node.data[i - 1]) && /\\w/.test(node.data[i]) && top(node, i - 1) !== top(node, i);
-                if (bad) heads.push(m[0]);
-              }
-          }
+          const broken_words = (selector, inside) => {
+            const found = [];
+            for (const cell of document.querySelectorAll(selector)) {
+              if (!cell.getClientRects().length) continue;  // not shown in print (the folded per-seed tables)
+              const right = cell.getBoundingClientRect().right;
+              const walk = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+              for (let node = walk.nextNode(); node; node = walk.nextNode())
+                for (const m of node.data.matchAll(/\\S+/g)) {
+                  const r = document.createRange(); r.setStart(node, m.index); r.setEnd(node, m.index + m[0].length);
+                  let bad = Array.from(r.getClientRects()).some(b => b.width > 0 && b.right > right + 1);
+                  for (let i = m.index + 1; i < m.index + m[0].length && !bad; i++)
+                    bad = inside(node.data[i - 1], node.data[i]) && top(node, i - 1) !== top(node, i);
+                  if (bad) found.push(m[0]);
+                }
+            }
+            return found;
+          };
+          const heads = broken_words('th', () => true);
+          const cells = broken_words('td', (a, b) => /\\w/.test(a) && /\\w/.test(b));
+          // a table running past the right edge of the column it sits in
+          const wide = Array.from(document.querySelectorAll('table')).filter(t => {
+            if (!t.getClientRects().length) return false;
+            const column = t.closest('.jp-Cell') || document.body;
+            const right = column.getBoundingClientRect().right - parseFloat(getComputedStyle(column).paddingRight);
+            return t.getBoundingClientRect().right > right + 1 || t.scrollWidth > t.clientWidth + 1;
+          }).map(t => (t.caption ? t.caption.innerText : t.id || 'a table').slice(0, 60));
           const badges = Array.from(document.querySelectorAll('span.verdict'));
           const broken = badges.filter(b => lines(b) > 1).map(b => b.innerText);
           const spilling = badges.filter(b => { const cell = b.closest('td'); if (!cell) return false;
@@ -174,7 +193,7 @@ def print_problems(driver) -> list[str]:
             stills: Array.from(f.querySelectorAll('img')).filter(i => getComputedStyle(i).display !== 'none'
               && !/\\.gif|image\\/gif/.test(i.currentSrc.slice(0, 30))).length,
             animated: f.querySelectorAll('img[src^="data:image/gif"]').length}));
-          return {broken, spilling, heads, figures};
+          return {broken, spilling, heads, cells, wide, figures};
         """)
     finally:
         driver.execute_cdp_cmd("Emulation.setEmulatedMedia", {"media": ""})
@@ -182,6 +201,9 @@ def print_problems(driver) -> list[str]:
     problems = [f"the verdict badge {text!r} breaks across lines in print" for text in found["broken"]]
     problems += [f"the verdict badge {text!r} spills out of its cell in print" for text in found["spilling"]]
     problems += [f"the table header word {word!r} breaks or spills out of its cell in print" for word in found["heads"]]
+    problems += [f"the table cell word {word!r} breaks inside or spills out of its cell in print"
+                 for word in found["cells"]]
+    problems += [f"the table {name!r} is wider than its column in print" for name in found["wide"]]
     for figure in found["figures"]:
         name = figure["id"]
         if figure["avoid"] != "avoid" or not figure["captioned"]:
@@ -194,7 +216,8 @@ def print_problems(driver) -> list[str]:
 
 
 def print_pdf(driver, out: Path) -> Path:
-    """The page printed to PDF by Chromium (Letter, default margins, backgrounds kept for the badges)."""
+    """The page printed to PDF by Chromium (Letter, default margins, backgrounds kept for the badges): the print
+    media as the checks above see it, beside (not instead of) the build's own writeup.pdf."""
     printed = driver.execute_cdp_cmd("Page.printToPDF", {"printBackground": True, "preferCSSPageSize": False})
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_bytes(base64.b64decode(printed["data"]))
@@ -238,16 +261,7 @@ def open_page(driver, path: Path) -> None:
         "return document.readyState === 'complete' && Array.from(document.images).every(i => i.complete)"))
 
 
-# ---- the built writeup
-
-
-@pytest.fixture(scope="module")
-def built_writeup(tmp_path_factory, request) -> Path:
-    """The workspace in $ATTNLAB_BROWSER_WORKSPACE, else the smoke config built here."""
-    given = os.environ.get(WORKSPACE_ENV)
-    if given:
-        return Path(given)
-    return request.getfixturevalue("smoke_workspace")  # one smoke build, shared with tests/test_pipeline.py
+# ---- the built writeup (conftest's built_writeup: the smoke build, or $ATTNLAB_BROWSER_WORKSPACE)
 
 
 @pytest.mark.slow
@@ -341,7 +355,7 @@ def test_the_layout_checks_pass_a_clean_page_and_catch_each_fault(tmp_path):
     assert "the link #table-nowhere leads nowhere on the page" in problems
 
 
-def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animation_without_a_still(tmp_path):
+def test_the_print_checks_catch_broken_badges_and_words_wide_tables_splittable_figures_and_stills(tmp_path):
     gif = ("R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==")
     clean = tmp_path / "clean.html"
     clean.write_text('<html><body><table><tr><td style="width: 30px">'
@@ -354,6 +368,11 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
                       '<span class="verdict" style="white-space: nowrap">by construction</span></td></tr></table>'
                       '<table style="table-layout: fixed; width: 60px"><tr><th style="overflow-wrap: anywhere">'
                       'published</th></tr></table>'
+                      '<table style="table-layout: fixed; width: 40px"><tr><th>1/σ(3)|</th></tr></table>'
+                      '<table style="table-layout: fixed; width: 60px"><tr><td style="overflow-wrap: anywhere">'
+                      '(config/composability.yaml)</td></tr></table>'
+                      '<table><caption>Too wide</caption><tr><td style="white-space: nowrap">'
+                      f'{"a wide row " * 200}</td></tr></table>'
                       f'<figure id="tall"><img src="data:image/png;base64,{TINY_PNG}" style="height: 2000px">'
                       "<figcaption>Tall.</figcaption></figure>"
                       f'<figure id="moving" style="break-inside: avoid"><img src="data:image/gif;base64,{gif}">'
@@ -364,9 +383,15 @@ def test_the_print_checks_catch_a_broken_badge_a_splittable_figure_and_an_animat
         open_page(driver, faulty)
         problems = print_problems(driver)
         assert driver.execute_script("return window.innerWidth") == SCREEN_WIDTH, "print emulation is undone"
-    assert problems[:4] == ["the verdict badge 'not testable at default' breaks across lines in print",
+    assert problems[:9] == ["the verdict badge 'not testable at default' breaks across lines in print",
                             "the verdict badge 'by construction' spills out of its cell in print",
                             "the table header word 'published' breaks or spills out of its cell in print",
+                            "the table header word '1/σ(3)|' breaks or spills out of its cell in print",
+                            "the table cell word 'construction' breaks inside or spills out of its cell in print",
+                            "the table cell word '(config/composability.yaml)' breaks inside or spills out of its "
+                            "cell in print",
+                            "the table 'a table' is wider than its column in print",  # the badge's, spilling
+                            "the table 'Too wide' is wider than its column in print",
                             "figure 'tall' can be split from its caption in print"]
-    assert problems[4].startswith("figure 'tall' is taller than a printed page")
-    assert problems[5:] == ["figure 'moving' is animated and shows no still in print"]
+    assert problems[9].startswith("figure 'tall' is taller than a printed page")
+    assert problems[10:] == ["figure 'moving' is animated and shows no still in print"]

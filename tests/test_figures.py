@@ -20,9 +20,11 @@ from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, sco
 from attnlab.pipeline.figures import score_scale as score_figure
 from attnlab.pipeline.figures.cells import contest_cells, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import (VARIANT_MARKERS, default_style, parse_style, variant_color,
-                                            variant_marker)
-from attnlab.pipeline.figures.window import char_label, label_every, set_position_ticks, window_ruler
+from attnlab.pipeline.figures.gif import Animation
+from attnlab.pipeline.figures.main import Tables
+from attnlab.pipeline.figures.style import (MAX_HEIGHT, MIN_FONT, TEXT_WIDTH, VARIANT_MARKERS, default_style,
+                                            parse_style, variant_color, variant_marker)
+from attnlab.pipeline.figures.window import char_label, character_step, set_position_ticks, window_line
 from attnlab.training.bundle_writer import write_bundle
 from conftest import REPO
 from results_folder import ladder_tables
@@ -67,21 +69,50 @@ def test_char_label_shows_invisible_characters():
     assert char_label("$") == r"\$"  # no accidental mathtext between two dollar signs
 
 
-def test_maps_tick_positions_by_number_and_the_ruler_prints_the_window_under_them():
+def test_maps_tick_positions_by_number_and_the_window_prints_whole_above_them():
     import matplotlib.pyplot as plt
 
-    assert label_every(32, 32) == 1
-    assert label_every(128, 32) == 4
     text = "To be,\nor not to be " * 4  # 76 characters
     fig, ax = plt.subplots()
     set_position_ticks(ax, len(text), "y")
     labels = [t.get_text() for t in ax.get_yticklabels()]
     close(fig)
-    assert labels == [str(p) for p in range(0, len(text), 8)], "ticks are positions, not every k-th letter"
-    ruler, glyphs = window_ruler(text)
-    assert len(glyphs) == len(text) and glyphs[6] == "⏎" and glyphs[2] == "␣"
-    for position in range(0, len(text), 8):  # each number starts above the character it names
-        assert ruler[position:].startswith(str(position))
+    assert labels == [str(p) for p in range(0, len(text), 16)], "ticks are positions, at most five of them"
+    lines = window_line(text, 2.0, 7.5).split("\n")
+    assert "".join(lines) == text.replace("\n", "⏎").replace(" ", "␣")
+    assert max(map(len, lines)) <= 2.0 * 72 / (0.6 * 7.5), "each line fits the width it is given"
+    assert character_step(10.0) == 1 and character_step(2.9) == 2 and character_step(1.4) == 4
+
+
+@pytest.mark.parametrize("length", [12, 64])
+def test_the_window_characters_sit_at_the_centres_of_their_key_columns(length):
+    from attnlab.pipeline.figures import depth_grid
+
+    rng = np.random.default_rng(0)
+    text = ("First Citizen:\nBefore we proceed any further, hear me speak. " * 2)[:length]
+    weights = rng.random((2, length, length)) * np.tril(np.ones((length, length)))
+    maps = [{"label": f"{v} (lr 0.003, seed 0)", "step": 60, "maps": weights / weights.sum(-1, keepdims=True),
+             "text": text} for v in ("softmax", "yat", "yat_b", "a3")]
+    fig = depth_grid.draw(maps, parse_style(TINY_STYLE))
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    top_row = [ax for ax in fig.axes if ax.images and ax.get_subplotspec().rowspan.start == 0]
+    assert len(top_row) == 4
+    for ax in top_row:
+        (top,) = [child for child in ax.child_axes]  # the axis above the map that carries the characters
+        keys, labels = top.get_xticks(), [label for label in top.get_xticklabels() if label.get_text()]
+        assert len(keys) == len(labels) >= min(length, 8)
+        boxes = []
+        for key, label in zip(keys, labels):
+            assert label.get_text() == char_label(text[int(key)])
+            box = label.get_window_extent(renderer)
+            centre = ax.transData.transform((key, 0))[0]  # imshow centres column j on x = j
+            assert abs((box.x0 + box.x1) / 2 - centre) <= 1.0, (key, label.get_text())
+            boxes.append(box)
+        assert all(a.x1 <= b.x0 for a, b in zip(boxes, boxes[1:])), "neighbouring characters overlap"
+        step = int(np.diff(keys)[0]) if len(keys) > 1 else 1
+        assert (step == 1) == (length == 12), "every key is labelled where the columns are wide enough, not else"
+    close(fig)
 
 
 def test_every_named_variant_has_its_own_marker_and_colour():
@@ -367,6 +398,34 @@ def test_every_catalog_figure_draws_from_tiny_tables(tiny_tables, entry):
                 image.seek(image.n_frames - 1)
             assert not_blank(image), f"{name} is (nearly) blank"
     assert not [p for p in folder.iterdir() if p.name.startswith(".")], "a temp file was left behind"
+
+
+@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
+def test_every_figure_is_drawn_for_the_printed_column_and_letters_nothing_under_7_points(tiny_tables, entry):
+    """At its design size (the size the writeup prints it at), every piece of text of the figure, after layout,
+    is MIN_FONT points or larger, and the figure fits the text column and a page."""
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    module = importlib.import_module(entry.module)
+    style = parse_style(json.dumps(dict(json.loads(TINY_STYLE), dpi=100)))  # text measures as at a build's dpi
+    tables = Tables({table: tiny_tables / "tables" / f"{table}.csv" for table in entry.tables})
+    drawn = module.draw(module.load(tables, style), style)
+    drawn = drawn[0] if isinstance(drawn, tuple) else drawn
+    if isinstance(drawn, Animation):
+        drawn.update(drawn.frames - 1)  # the poster, the frame print shows
+    fig = drawn.fig if isinstance(drawn, Animation) else drawn
+    try:
+        assert fig.get_figwidth() <= TEXT_WIDTH + 1e-9 and fig.get_figheight() <= MAX_HEIGHT + 1e-9
+        fig.canvas.draw()
+        texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
+        assert len(texts) > 5
+        small = sorted((t.get_fontsize(), t.get_text()[:40]) for t in texts if t.get_fontsize() < MIN_FONT)
+        assert not small, f"text under {MIN_FONT} pt at printed size: {small[:5]}"
+        # as saved (cropped to what is drawn): no wider than the column, so the page never scales it down
+        assert fig.get_tightbbox(fig.canvas.get_renderer()).width <= TEXT_WIDTH + 0.02
+    finally:
+        plt.close(fig)
 
 
 @pytest.mark.parametrize("entry", [e for e in catalog.FIGURES if e.animated], ids=lambda entry: entry.name)

@@ -176,6 +176,17 @@ def test_editing_a_figure_setting_trains_nothing(built, corpus_path):
 
 
 @pytest.mark.slow
+def test_choosing_the_printed_paper_reprints_only_the_writeup(built, corpus_path):
+    cfg = yaml.safe_load((built / "config" / "smoke.yaml").read_text())
+    assert "writeup" not in cfg, "the smoke build prints on the schema's default paper"
+    cfg["writeup"] = {"paper": "letter"}
+    (built / "config" / "letter.yaml").write_text(yaml.safe_dump(cfg))
+    planned = plan(built, "config/letter.yaml", corpus=corpus_path)
+    assert set(planned) == {"writeup"}, planned.keys()
+    assert planned["writeup"] >= {"results/writeup/writeup.pdf"}
+
+
+@pytest.mark.slow
 def test_moving_the_corpus_trains_nothing(built, corpus_path, tmp_path):
     cfg = yaml.safe_load((built / "config" / "smoke.yaml").read_text())
     moved = tmp_path / "elsewhere.txt"

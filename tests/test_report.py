@@ -51,6 +51,22 @@ def test_numbers_are_written_one_way():
     assert formatting.number(443508.0) == "443,508" and formatting.number(float("nan")) == formatting.MISSING
 
 
+def test_the_a3_section_introduces_only_the_tables_it_shows():
+    without_arm = {"a3_init", "a3_vs_softmax_entropy", "contest"}
+    text = a3.section_intro(without_arm)
+    assert "The first table checks where A³ starts" in text and "The second table sets A³'s rows" in text
+    assert "third" not in text and "per-head temperature" not in text, "no table promised that is not shown"
+    assert "the first table checks exactly that" in a3.start_paragraph(without_arm)
+    with_arm = a3.section_intro(without_arm | {"a3_vs_temperature"})
+    assert "The third table asks whether a learned per-head temperature" in with_arm
+    assert a3.section_intro({"a3_vs_temperature"}).endswith("The table below asks whether a learned per-head "
+                                                            "temperature, started where A³'s gate starts, gains as "
+                                                            "much.")
+    assert "table" not in a3.section_intro(set()) and "table" not in a3.start_paragraph(set())
+    source = (REPO / "notebooks" / "writeup.py").read_text()
+    assert "a3.section_intro(SHOWN)" in source and "The third asks" not in source
+
+
 def test_a3_starts_at_the_computed_temperature_never_a_typed_one():
     assert f"{1 / A3_GATE_INIT:.4f}" == "1.0498"
     assert "temperature 1/σ(3) ≈ 1.0498" in a3.start_sentence()
@@ -149,8 +165,39 @@ def test_per_seed_values_fold_under_their_table(workspace):
     assert len(frame) == 2 and len(per_seed) == len(t["mass_auroc"])
     assert "published AUROC per seed" in frame and not any("per seed" in c for c in per_seed.columns)
     html = page.table_html(frame, 3, "Mass AUROC.", name="mass_auroc", per_seed=per_seed)
-    assert html.startswith('<table class="paper" id="table-mass_auroc">')
+    assert html.startswith('<table class="paper keep" id="table-mass_auroc">'), "two rows print on one page"
     assert '<details class="per-seed"><summary>Per seed (Table 3)</summary>' in html
+    # paper cannot unfold a <details>: the same table follows in a block only print shows, captioned
+    folded, printed = html.split('<details class="per-seed">')[1].split('<div class="per-seed-print">')
+    assert '<caption>Per seed (Table 3).</caption>' in printed
+    assert re.sub(r"<caption>.*?</caption>", "", printed).count("<tr>") == folded.count("<tr>") == len(per_seed) + 1
+    assert "div.per-seed-print { display: none; }" in PAGE_STYLE
+    screen, print_rules = PAGE_STYLE.split("@media print")
+    assert "details.per-seed { display: none; }" in print_rules
+    assert "div.per-seed-print { display: block;" in print_rules
+
+
+def test_table_text_breaks_only_where_a_reader_expects():
+    """A header wraps only at its spaces; a cell keeps an interval, a mean ± std and an e-notation number whole,
+    and lets a path wrap after its slash."""
+    header = page.header_html("max |A³ − softmax at temperature 1/σ(3)| [95% interval]")
+    words = re.findall(r'<span class="unbroken">(.*?)</span>', header)
+    assert words == ["max", "|A³", "−\u00a0softmax", "at", "temperature", "1/σ(3)|", "[95%\u00a0interval]"]
+    assert re.sub(r'<span class="unbroken">.*?</span>', "", header) == " " * (len(words) - 1), "breaks: spaces"
+    cell = page.cell_html("+0.1767 [−0.0453, +0.3986] at 1e-2 over 3e-4–3e-3, 3.1301 ± 0.0231 (config/ladder.yaml) <b>")
+    assert '+0.1767 <span class="unbroken interval">[−0.0453, +0.3986]</span>' in cell
+    assert '<span class="unbroken">1e-2</span>' in cell and '<span class="unbroken">3e-4–3e-3</span>' in cell
+    assert '<span class="unbroken">3.1301 ± 0.0231</span>' in cell
+    assert "(config/<wbr>ladder.yaml) &lt;b&gt;" in cell, "a path wraps after its slash; text stays escaped"
+
+
+def test_column_widths_add_up_to_the_table_on_any_page():
+    html = page.table_html(pd.DataFrame({"claim": ["x"], "verdict": ["y"], "why": ["z"]}), 1, "T.",
+                           widths={"claim": 60, "verdict": "13em", "why": 20})
+    widths = re.findall(r'<col style="width:([^"]+)">', html)
+    assert widths == ["calc((100% - 13em) * 0.7500)", "13em", "calc((100% - 13em) * 0.2500)"]
+    wide = pd.DataFrame({f"c{i}": ["1"] for i in range(page.DENSE_COLUMNS)})
+    assert 'class="paper keep dense"' in page.table_html(wide, 2, "Many columns.")
 
 
 def test_published_columns_stand_beside_the_same_variant_and_lr_only():
@@ -160,6 +207,9 @@ def test_published_columns_stand_beside_the_same_variant_and_lr_only():
     assert published["softmax"] == "1.4923 ± 0.0060" and published["yat"] == "1.5163 ± 0.0023"
     assert published["a3"] == formatting.MISSING
     assert sum(span for _, span in groups) == len(frame.columns)
+    paired = sum(span for _, span in groups[:1])  # the group over the paired columns starts at the difference
+    assert frame.columns[paired].startswith("− softmax") and frame.columns[paired + 2] == "gap to softmax"
+    assert "whole split (nats/char)" in frame.columns[:paired]
     frame, groups = contest.contest_display(contest_t, comparable=False)
     assert not any("published" in c for c in frame.columns)
 

@@ -59,6 +59,7 @@ rule writeup:
     output:
         notebook=str(paths.WRITEUP_NOTEBOOK),
         html=str(paths.WRITEUP_HTML),
+        pdf=str(paths.WRITEUP_PDF),
     log:
         str(paths.log("writeup")),
     localrule: True
@@ -68,17 +69,21 @@ rule writeup:
             "attnlab.pipeline.report",
             "attnlab.pipeline.environment",
             "attnlab.core.telemetry_stats",
+            "attnlab.pipeline.report.pdf",
         ),
         environment=PLAN.locked_versions,
         results=paths.RESULTS,
         scratch=paths.WRITEUP / ".build.XXXXXX",
+        paper=config["writeup"]["paper"],  # the printed writeup's paper size (a4 or letter)
     message:
         "Executing the writeup notebook"
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
-        # The manifest is read strictly first: one line names a build.json that is not one, and the fix.
+        # The manifest is read strictly first: one line names a build.json that is not one, and the fix;
+        # so is the browser that prints the PDF: one line says how to install it.
         "python -m attnlab.pipeline.plan.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
+        "python -m attnlab.pipeline.report.pdf --check > {log} 2>&1 || {{ cat {log} >&2; exit 2; }}; "
         "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
         "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "
@@ -86,4 +91,7 @@ rule writeup:
         # The template drops the CDN scripts, so the page is one self-contained file.
         "jupyter nbconvert --to html --no-input --template-file {input.template} $scratch/writeup.ipynb "
         "--output-dir $scratch && "
-        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html}) > {log} 2>&1"
+        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html} && "
+        # The PDF is printed from the page in place (its relative links then resolve) and written whole.
+        "python -m attnlab.pipeline.report.pdf --html {output.html} --out {output.pdf} --paper {params.paper}"
+        ") > {log} 2>&1"

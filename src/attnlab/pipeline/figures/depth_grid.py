@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import sys
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import draw_map, map_norm
-from attnlab.pipeline.figures.window import draw_window_ruler, ruler_size, window_text
+from attnlab.pipeline.figures.maps import MAP_LABELS, cell_lines, draw_map, map_figure, map_norm
+from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
 def load(tables, style) -> list[dict]:
@@ -32,10 +31,10 @@ def load_maps(runs, contest) -> list[dict]:
 def draw(maps: list[dict], style: dict):
     layers = max((m["maps"].shape[0] for m in maps), default=1)
     cols = max(len(maps), 1)
-    width = 2.7 * cols + 1.2
-    fig = plt.figure(figsize=(width, 2.6 * layers + 1.7), dpi=style["dpi"], layout="constrained")
-    header, body = fig.subfigures(2, 1, height_ratios=[0.9, 2.6 * layers + 0.8])
-    axes = body.subplots(layers, cols, squeeze=False)
+    title = ("Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per variant, "
+             "named above its column)" if maps else "Trained attention through depth")
+    fig, body, axes = map_figure(style, layers, cols, title, maps[0]["text"] if maps else None)
+    side = fig.get_figwidth() - MAP_LABELS
     norm = map_norm()
     image = None
     for c, entry in enumerate(maps):
@@ -46,17 +45,15 @@ def draw(maps: list[dict], style: dict):
                 continue
             image = draw_map(ax, entry["maps"][layer], norm, label_x=layer == layers - 1, label_y=c == 0)
             if layer == 0:
-                ax.set_title(f"{entry['label']}\nstep {entry['step']}", fontsize=9)
+                ax.set_title(f"{cell_lines(entry['label'], max(side / cols, 0.9))}\nstep {entry['step']}",
+                             fontsize=7.5)
             if c == 0:
-                ax.set_ylabel(f"layer {layer}\nquery position", fontsize=8)
+                ax.set_ylabel(f"layer {layer}\nquery position", fontsize=7.5)
     if image is not None:
-        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (mean over heads, sqrt scale)")
-        header.suptitle("Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per "
-                        "variant, named above its column)")
-        draw_window_ruler(header, maps[0]["text"], fontsize=ruler_size(len(maps[0]["text"]), width), y=0.3)
+        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight\n(mean over heads, sqrt scale)")
+        set_key_characters(axes[0, :len(maps)], maps[0]["text"])
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
-        header.suptitle("Trained attention through depth")
     return fig
 
 

@@ -15,9 +15,11 @@ from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.contract import SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
+from attnlab.pipeline.figures.style import (MARKER_EDGE, MAX_HEIGHT, TEXT_WIDTH, empty_note, title, variant_color,
+                                            variant_handle, variant_marker)
 
 MARK_EVERY = 4  # bins between a variant's markers on its histogram
+LAYERS_PER_ROW = 3  # per-layer panels side by side, each a third of the printed column at least
 
 
 def load(tables, style) -> dict:
@@ -69,18 +71,18 @@ def _panel(ax, entries, order, style, layer=None, legend=False) -> list:
         share = entry["overall"] if layer is None else entry["per_layer"][layer]
         edges = np.linspace(0.0, 1.0, share.size + 1)
         color = variant_color(style, entry["variant"], order)
-        ax.stairs(share, edges, color=color, lw=1.8)
+        ax.stairs(share, edges, color=color, lw=1.4)
         # the variant's marker on every few bins (offset per variant so markers do not stack)
         start = order.index(entry["variant"]) % MARK_EVERY if entry["variant"] in order else 0
         centres = (edges[:-1] + edges[1:]) / 2
-        ax.plot(centres[start::MARK_EVERY], share[start::MARK_EVERY], ls="none", color=color, ms=5,
+        ax.plot(centres[start::MARK_EVERY], share[start::MARK_EVERY], ls="none", color=color, ms=4,
                 marker=variant_marker(entry["variant"], order), mec=MARKER_EDGE, mew=0.5)
         if legend:
-            handles.append(variant_handle(style, entry["variant"], order, label=legend_label(entry), lw=1.8))
+            handles.append(variant_handle(style, entry["variant"], order, label=legend_label(entry), lw=1.4))
     for x, name in ((SHARP_BELOW, f"sharp < {SHARP_BELOW:g}"), (DIFFUSE_ABOVE, f"diffuse > {DIFFUSE_ABOVE:g}")):
         ax.axvline(x, color="0.35", ls="--", lw=1)
         if legend:
-            ax.text(x, 0.98, f" {name}", transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="0.3")
+            ax.text(x, 0.98, f" {name}", transform=ax.get_xaxis_transform(), va="top", fontsize=7.5, color="0.3")
     ax.axvspan(0, SHARP_BELOW, color="0.95", zorder=0)
     ax.axvspan(DIFFUSE_ABOVE, 1, color="0.95", zorder=0)
     ax.set_xlim(0, 1)
@@ -93,8 +95,11 @@ def draw(data: dict, style: dict):
     entries, order = data["entries"], data["order"]
     layers = max((e["per_layer"].shape[0] for e in entries), default=1)
     per_layer = layers > 1
-    fig = plt.figure(figsize=(max(9, 3.0 * layers), 8 if per_layer else 4.8), dpi=style["dpi"], layout="constrained")
-    grid = fig.add_gridspec(2 if per_layer else 1, layers, height_ratios=[1.4, 1] if per_layer else None)
+    columns = min(layers, LAYERS_PER_ROW) if per_layer else 1
+    layer_rows = -(-layers // columns) if per_layer else 0
+    height = min(2.6 + 1.0 + 1.75 * layer_rows, MAX_HEIGHT)
+    fig = plt.figure(figsize=(TEXT_WIDTH, height), dpi=style["dpi"], layout="constrained")
+    grid = fig.add_gridspec(1 + layer_rows, columns, height_ratios=[1.5] + [1] * layer_rows)
     top = fig.add_subplot(grid[0, :])
     if not entries:
         empty_note(top, "no contest cells in runs.csv")
@@ -103,18 +108,18 @@ def draw(data: dict, style: dict):
     top.set_title("all layers")
     top.set_xlabel("normalised row entropy (entropy / log visible keys)")
     top.set_ylabel("share of query rows per bin")
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8,
-               title="variant (contest LR, seeds): the entropy table's means over those seeds", title_fontsize=8)
+    fig.legend(handles=handles, loc="outside lower center", ncol=1, frameon=False,
+               title="variant (contest LR, seeds): the entropy table's means over those seeds")
     if per_layer:
         for layer in range(layers):
-            ax = fig.add_subplot(grid[1, layer])
+            ax = fig.add_subplot(grid[1 + layer // columns, layer % columns])
             _panel(ax, entries, order, style, layer=layer)
-            ax.set_title(f"layer {layer} (dashed: {SHARP_BELOW:g} and {DIFFUSE_ABOVE:g})", fontsize=9)
+            ax.set_title(f"layer {layer} (dashed: {SHARP_BELOW:g} and {DIFFUSE_ABOVE:g})")
             ax.set_xlabel("normalised entropy")
-            if layer == 0:
-                ax.set_ylabel("share of the layer's rows")
-    fig.suptitle("Attention entropy of the trained models on held-out batches "
-                 "(rows with enough visible keys; contest LR, mean over the contest seeds)")
+            if layer % columns == 0:
+                ax.set_ylabel("share of the\nlayer's rows")
+    title(fig, "Attention entropy of the trained models on held-out batches "
+          "(rows with enough visible keys; contest LR, mean over the contest seeds)")
     return fig
 
 

@@ -6,6 +6,8 @@ import numpy as np
 import matplotlib
 from matplotlib.colors import Normalize, TwoSlopeNorm
 
+from attnlab.pipeline.figures.style import MIN_FONT
+
 
 def centred_norm(values: np.ndarray, centre: float) -> Normalize:
     """A linear colour scale symmetric about `centre` (an init value), so drift either way shows."""
@@ -28,9 +30,11 @@ def text_colour(cmap, norm, value: float) -> str:
     return "white" if 0.299 * red + 0.587 * green + 0.114 * blue < 0.5 else "black"
 
 
-def annotation_size(shape: tuple[int, int]) -> float:
-    """Cell text large enough to read once the figure is scaled into a page: fewer cells, larger text."""
-    return float(np.clip(36 / max(shape), 9, 13))
+def annotation_size(shape: tuple[int, int], width_in: float, chars: int = 6) -> float:
+    """Cell text as large as a cell `width_in` / heads inches wide holds `chars` characters ('+0.012'), from
+    MIN_FONT up to 9 points."""
+    cell_pt = width_in * 72 / max(shape[1], 1)
+    return float(np.clip(0.85 * cell_pt / (0.6 * chars), MIN_FONT, 9.0))
 
 
 def layer_head_heatmap(ax, mean: np.ndarray, std: np.ndarray | None, norm, cmap: str, title: str,
@@ -39,7 +43,8 @@ def layer_head_heatmap(ax, mean: np.ndarray, std: np.ndarray | None, norm, cmap:
     mean = np.asarray(mean, dtype=float)
     image = ax.imshow(mean, cmap=cmap, norm=norm, aspect="auto")
     layers, heads = mean.shape
-    size = annotation_size(mean.shape) - (2 if std is not None else 0)
+    width_in = ax.get_position().width * ax.figure.get_figwidth()
+    size = annotation_size(mean.shape, width_in, chars=digits + (4 if std is not None else 2 + int(signed)))
     for layer in range(layers):
         for head in range(heads):
             value = mean[layer, head]
@@ -52,5 +57,5 @@ def layer_head_heatmap(ax, mean: np.ndarray, std: np.ndarray | None, norm, cmap:
     ax.set_yticks(range(layers), [str(layer) for layer in range(layers)])
     ax.set_xlabel("head")
     ax.set_ylabel("layer")
-    ax.set_title(title, fontsize=10)
+    ax.set_title(title, fontsize=8)
     return image

@@ -16,7 +16,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, paper_handle, paper_marks, params_axis, variants_of
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import empty_note, new_figure, variant_color
+from attnlab.pipeline.figures.style import TEXT_WIDTH, empty_note, new_figure, variant_color, wrap
 from attnlab.pipeline.tables.ladder import SIZE, size_series
 
 
@@ -27,7 +27,7 @@ def load(tables, style) -> dict:
 
 def draw(data: dict, style: dict):
     table, seeds = data["ladder"], data["seeds"]
-    fig, ax = new_figure(style, 7.5, 4.6, layout="constrained")
+    fig, ax = new_figure(style, 4.0, layout="constrained")
     shown, order = variants_of(table), variants_of(table, baseline=True)
     if table.empty or not shown:
         empty_note(ax, "ladder.csv has no variant beside softmax at the ladder's length")
@@ -39,10 +39,10 @@ def draw(data: dict, style: dict):
     ax.set_ylabel(f"best validation loss − {BASELINE}'s (nats/char)")
     steps = int(table.steps.iloc[0])
     level = f"{statistics.CONFIDENCE:.0%}"
-    ax.set_title(f"Paired difference from {BASELINE} by model size ({steps:,} steps): mean over seeds with its "
-                 f"{level} t-interval,\nsingle seeds (dots)" + ("; hollow: the posts' gaps at 2.72 M parameters"
-                                                                if published else ""), fontsize=10)
-    ax.legend(handles=handles + ([paper_handle()] if published else []), fontsize=8, loc="best")
+    ax.set_title(wrap(f"Paired difference from {BASELINE} by model size ({steps:,} steps): mean over seeds with its "
+                      f"{level} t-interval, single seeds (dots)" + ("; hollow: the posts' gaps at 2.72 M parameters"
+                                                                    if published else ""), TEXT_WIDTH, 8.5))
+    ax.legend(handles=handles + ([paper_handle()] if published else []), loc="best")
     return fig
 
 

@@ -14,7 +14,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, variants_of
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import LOSS_LABEL, empty_note, new_figure, variant_color
+from attnlab.pipeline.figures.style import LOSS_LABEL, empty_note, new_figure, title, variant_color
 from attnlab.pipeline.tables.ladder import length_series, params_text
 
 
@@ -28,7 +28,7 @@ def load(tables, style) -> dict:
 
 def draw(data: dict, style: dict):
     table, seeds = data["ladder"], data["seeds"]
-    fig, (loss_ax, gap_ax) = new_figure(style, 9.0, 3.6, ncols=2, layout="constrained")
+    fig, (loss_ax, gap_ax) = new_figure(style, 3.4, ncols=2, layout="constrained")
     if table.empty:
         gap_ax.remove()
         empty_note(loss_ax, "the ladder trained no rung at more than one length")
@@ -49,14 +49,14 @@ def draw(data: dict, style: dict):
         ax.set_xlabel("training steps (log scale)")
         ax.grid(alpha=0.3)
     loss_ax.set_ylabel(f"best {LOSS_LABEL}")
-    loss_ax.set_title("each variant", fontsize=9)
-    gap_ax.set_ylabel(f"best validation loss − {BASELINE}'s (nats/char)")
-    gap_ax.set_title(f"paired by seed with {BASELINE}", fontsize=9)
+    loss_ax.set_title("each variant")
+    gap_ax.set_ylabel(f"best validation loss − {BASELINE}'s\n(nats/char)")
+    gap_ax.set_title(f"paired by seed with {BASELINE}")
     loss_ax.legend(handles=handles, fontsize=7, loc="best")
     n_params = params_text(table[table.variant == BASELINE].n_params.min() if (table.variant == BASELINE).any()
                            else table.n_params.min())
-    fig.suptitle(f"Training length at rung {rung} ({n_params} parameters): mean over seeds with its "
-                 f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots)", fontsize=10)
+    title(fig, f"Training length at rung {rung} ({n_params} parameters): mean over seeds with its "
+          f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots)")
     return fig
 
 

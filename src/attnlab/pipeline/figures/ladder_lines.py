@@ -67,7 +67,7 @@ def lines(ax, table: pd.DataFrame, column: str, style: dict, order: list[str], v
                     alpha=0.45)
         has = np.isfinite(lo) & np.isfinite(hi)
         ax.vlines(xs[has], lo[has], hi[has], color=color, lw=1.8, alpha=0.9)
-        ax.plot(xs, mean, "-", marker=marker, ms=7, color=color, mec=MARKER_EDGE, mew=0.6, lw=1.4)
+        ax.plot(xs, mean, "-", marker=marker, ms=5.5, color=color, mec=MARKER_EDGE, mew=0.6, lw=1.2)
         handles.append(variant_handle(style, variant, order))
     return handles
 
@@ -97,7 +97,7 @@ def paper_points() -> dict[str, dict]:
 
 def paper_handle() -> Line2D:
     """The legend entry of the published points."""
-    return Line2D([], [], ls="none", marker="o", ms=8, mfc="white", mec="0.3", mew=1.4,
+    return Line2D([], [], ls="none", marker="o", ms=6.5, mfc="white", mec="0.3", mew=1.2,
                   label=f"published, {params_text(PAPER_PARAMS)} parameters")
 
 
@@ -110,7 +110,7 @@ def paper_marks(ax, key: str, style: dict, order: list[str], variants: list[str]
         values = [value for _, value in point["delta"]] if key == "delta_vs_softmax" else (
             [point[key]] if key in point else [])
         for value in values:
-            ax.plot([point["n_params"]], [value], ls="none", marker=variant_marker(variant, order), ms=9,
+            ax.plot([point["n_params"]], [value], ls="none", marker=variant_marker(variant, order), ms=7,
                     mfc="white", mec=variant_color(style, variant, order), mew=1.6, zorder=5)
             drawn = True
     return drawn

@@ -16,13 +16,13 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, paper_handle, paper_marks, params_axis, variants_of
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import empty_note, new_figure, variant_color
+from attnlab.pipeline.figures.style import empty_note, new_figure, title, variant_color
 from attnlab.pipeline.tables.ladder import SIZE, size_series
 
 PANELS = (  # ladder column, its axis label, log scale
-    ("max_score_ratio", f"max score / {BASELINE}'s (same seed)", True),
-    ("entropy_gap", f"mean normalised entropy − {BASELINE}'s", False),
-    ("a3_gate_mean", "A³ gate G, mean over layers and heads", False),
+    ("max_score_ratio", f"max score / {BASELINE}'s\n(same seed)", True),
+    ("entropy_gap", f"mean normalised entropy\n− {BASELINE}'s", False),
+    ("a3_gate_mean", "A³ gate G, mean over\nlayers and heads", False),
 )
 
 
@@ -33,12 +33,13 @@ def load(tables, style) -> dict:
 
 def draw(data: dict, style: dict):
     table, seeds = data["ladder"], data["seeds"]
-    fig, axes = new_figure(style, 13.5, 4.2, ncols=len(PANELS), layout="constrained")
+    fig, axes = new_figure(style, 3.8, ncols=len(PANELS), layout="constrained")
     order = variants_of(table, baseline=True)
     if table.empty:
         for ax in axes:
             empty_note(ax, "ladder.csv has no rows at the ladder's length")
         return fig
+    legend = {}  # one legend for the three panels, below them: each variant (and the posts' mark) once
     for ax, (column, label, log_y) in zip(axes, PANELS):
         shown = [v for v in variants_of(table) if table[table.variant == v][column].notna().any()]
         if not shown:
@@ -54,15 +55,17 @@ def draw(data: dict, style: dict):
             ax.axhline(0.0, color=variant_color(style, BASELINE, order), ls=":", lw=1.2)
         else:
             ax.axhline(A3_GATE_INIT, color="0.4", ls=":", lw=1.2)
-            ax.annotate(f"σ(3) = {A3_GATE_INIT:.3f} (init)", (0.02, A3_GATE_INIT), xycoords=("axes fraction", "data"),
-                        xytext=(0, 3), textcoords="offset points", fontsize=7, color="0.35")
+            # at the right, past the ladder's rungs, where no line runs
+            ax.annotate(f"σ(3) = {A3_GATE_INIT:.3f} (init)", (0.98, A3_GATE_INIT), xycoords=("axes fraction", "data"),
+                        xytext=(0, 3), textcoords="offset points", ha="right", fontsize=7, color="0.35")
         params_axis(ax, table)
         ax.set_ylabel(label)
-        ax.legend(handles=handles, fontsize=7, loc="best")
+        legend.update({handle.get_label(): handle for handle in handles})
+    fig.legend(handles=list(legend.values()), loc="outside lower center", ncol=min(len(legend), 3), frameon=False)
     steps = int(table.steps.iloc[0])
-    fig.suptitle(f"Telemetry by model size ({steps:,} steps): mean over seeds with its "
-                 f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots); hollow: the posts' values at "
-                 "2.72 M parameters", fontsize=10)
+    title(fig, f"Telemetry by model size ({steps:,} steps): mean over seeds with its "
+          f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots); hollow: the posts' values at "
+          "2.72 M parameters")
     return fig
 
 

@@ -11,7 +11,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.plan.bundle_reader import read_curve
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, variant_color,
+from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, title, variant_color,
                                             variant_handle, variant_marker)
 
 SEED_STYLES = ("-", "--", ":", "-.")
@@ -34,7 +34,7 @@ def load_curves(runs, contest) -> list[dict]:
     return curves
 
 
-def _legend(ax, curves, order, style):
+def _legend(fig, curves, order, style):
     seeds = sorted({c["seed"] for c in curves})
     handles = []
     for variant in [v for v in order if any(c["variant"] == v for c in curves)]:
@@ -44,20 +44,20 @@ def _legend(ax, curves, order, style):
     handles += [Line2D([], [], color="0.3", ls=SEED_STYLES[i % len(SEED_STYLES)], label=f"seed {s}")
                 for i, s in enumerate(seeds)]
     if any(c["diverged"] for c in curves):
-        handles.append(Line2D([], [], color="0.3", marker="x", ls="none", markersize=8, label="diverged here"))
-    ax.legend(handles=handles, fontsize=8, loc="upper right")
+        handles.append(Line2D([], [], color="0.3", marker="x", ls="none", markersize=7, label="diverged here"))
+    fig.legend(handles=handles, loc="outside lower center", ncol=3, frameon=False)
 
 
 def _plot(ax, curves, order, style):
     seeds = sorted({c["seed"] for c in curves})
     for c in curves:
         color = variant_color(style, c["variant"], order)
-        ax.plot(c["step"], c["val"], color=color, lw=1.6, alpha=0.9,
+        ax.plot(c["step"], c["val"], color=color, lw=1.2, alpha=0.9,
                 ls=SEED_STYLES[seeds.index(c["seed"]) % len(SEED_STYLES)],
-                marker=variant_marker(c["variant"], order), markevery=_every(c["step"]), ms=6, mec=MARKER_EDGE,
+                marker=variant_marker(c["variant"], order), markevery=_every(c["step"]), ms=4.5, mec=MARKER_EDGE,
                 mew=0.5)
         if c["diverged"] and len(c["step"]):
-            ax.plot(c["step"][-1], c["val"][-1], marker="x", color=color, markersize=9, mew=2)
+            ax.plot(c["step"][-1], c["val"][-1], marker="x", color=color, markersize=7, mew=1.6)
 
 
 def _every(steps: np.ndarray, marks: int = 8):
@@ -78,7 +78,7 @@ def _zoom_limits(curves) -> tuple[float, float, float]:
 
 def draw(data: dict, style: dict):
     curves, order = data["curves"], data["order"]
-    fig, (full, zoom) = new_figure(style, 12, 4.6, ncols=2, gridspec_kw={"width_ratios": [1.2, 1]})
+    fig, (full, zoom) = new_figure(style, 3.6, ncols=2, layout="constrained")
     if not curves:
         empty_note(full, "no contest runs in runs.csv")
         empty_note(zoom, "")
@@ -94,9 +94,8 @@ def draw(data: dict, style: dict):
         ax.set_xlabel("training step")
         ax.set_ylabel(LOSS_LABEL)
         ax.grid(alpha=0.3)
-    _legend(full, curves, order, style)
-    fig.suptitle("Validation loss of the contest runs: every seed, each variant at its contest LR")
-    fig.tight_layout()
+    _legend(fig, curves, order, style)
+    title(fig, "Validation loss of the contest runs: every seed, each variant at its contest LR")
     return fig
 
 

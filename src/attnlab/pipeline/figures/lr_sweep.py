@@ -52,7 +52,7 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
     other cell is an 'x' in a band at the top, so no cell is ever missing. Each
     variant's contest LR is its filled marker; its other sweep LRs are hollow.
     """
-    fig, ax = new_figure(style, 8, 5)
+    fig, ax = new_figure(style, 4.2)
     marks = {"points": [], "diverged": []}
     seeds = sweep.seed.nunique() if "seed" in sweep and not sweep.empty else 1
     sweep = seed_means(sweep)
@@ -78,10 +78,10 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
         ax.plot(x, good.best_val_loss, "-", color=color, lw=1.6, alpha=0.85, zorder=2)
         chosen = (lr_keys(good.lr) == contest_lr.get(variant)).to_numpy()
         any_chosen |= bool(chosen.any())
-        ax.plot(x[~chosen], good.best_val_loss[~chosen], ls="none", marker=marker, ms=8, mfc="white", mec=color,
-                mew=1.8, zorder=3)
-        ax.plot(x[chosen], good.best_val_loss[chosen], ls="none", marker=marker, ms=10, color=color,
-                mec=MARKER_EDGE, mew=0.8, zorder=4)
+        ax.plot(x[~chosen], good.best_val_loss[~chosen], ls="none", marker=marker, ms=6, mfc="white", mec=color,
+                mew=1.4, zorder=3)
+        ax.plot(x[chosen], good.best_val_loss[chosen], ls="none", marker=marker, ms=7.5, color=color,
+                mec=MARKER_EDGE, mew=0.7, zorder=4)
         marks["points"] += [(variant, float(r.lr), float(r.best_val_loss)) for r in good.itertuples()]
         finite += list(good.best_val_loss)
         if variant in failed_variants:
@@ -89,16 +89,16 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
             for r in bad.itertuples():
                 step = r.diverged_step if bool(r.diverged) and pd.notna(r.diverged_step) else None
                 marks["diverged"].append((variant, float(r.lr), None if step is None else int(step)))
-                ax.plot(float(r.lr) * dodge, y, "x", color=color, ms=9, mew=2.5, transform=top, clip_on=False)
+                ax.plot(float(r.lr) * dodge, y, "x", color=color, ms=7, mew=2, transform=top, clip_on=False)
                 what = f"diverged @ step {int(step)}" if step is not None else "no finite loss"
                 right_half = float(r.lr) > np.sqrt(lrs[0] * lrs[-1]) if len(lrs) > 1 else False
                 ax.annotate(f"{variant}: {what}", (float(r.lr) * dodge, y), xycoords=top,
                             xytext=(-8 if right_half else 8, 0), textcoords="offset points",
-                            ha="right" if right_half else "left", va="center", fontsize=8, color=color)
+                            ha="right" if right_half else "left", va="center", fontsize=7.5, color=color)
     if failed_variants:
         ax.add_patch(Rectangle((0, 1 - band), 1, band, transform=ax.transAxes, color="0.93", zorder=0))
         ax.text(0.01, 1 - band + 0.005, "diverged or no finite loss (no loss plotted)", transform=ax.transAxes,
-                fontsize=8, color="0.35", va="bottom")
+                fontsize=7.5, color="0.35", va="bottom")
     ax.set_xscale("log")
     ax.set_xticks(lrs, [format_lr(lr) for lr in lrs])
     ax.minorticks_off()
@@ -122,7 +122,7 @@ def plot(sweep: pd.DataFrame, contest: pd.DataFrame | None, style: dict):
                               label="hollow: other sweep LR"))
     if marks["diverged"]:
         handles.append(Line2D([], [], marker="x", ms=9, mew=2, color="0.3", ls="none", label="diverged"))
-    ax.legend(handles=handles, fontsize=8, loc="best", framealpha=0.9)
+    ax.legend(handles=handles, loc="best", framealpha=0.9)
     where = "at the sweep seed" if seeds <= 1 else f"mean over the {seeds} sweep seeds"
     ax.set_title(f"Learning-rate sweep {where}: best validation loss per LR")
     fig.tight_layout()

@@ -19,7 +19,8 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import contest_cells, lr_keys, variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
+from attnlab.pipeline.figures.style import (MARKER_EDGE, MAX_HEIGHT, TEXT_WIDTH, empty_note, title, variant_color,
+                                            variant_handle, variant_marker, wrap)
 
 SEED_STYLES = ("-", "--", ":", "-.")
 BINS = 40
@@ -71,33 +72,34 @@ def draw(data: dict, style: dict):
     entries, order, table = data["entries"], data["order"], data["table"]
     variants = [v for v in order if any(e["variant"] == v for e in entries)]
     rows = max(len(variants), 1)
-    fig = plt.figure(figsize=(11, max(4.4, 2.0 * rows + 0.8)), dpi=style["dpi"], layout="constrained")
-    grid = fig.add_gridspec(rows, 2, width_ratios=[1, 1.25])
+    fig = plt.figure(figsize=(TEXT_WIDTH, min(max(4.2, 1.7 * rows + 1.0), MAX_HEIGHT)), dpi=style["dpi"],
+                     layout="constrained")
+    grid = fig.add_gridspec(rows, 2, width_ratios=[1, 1.2])
     roc = fig.add_subplot(grid[:, 0])
     if not entries:
         empty_note(roc, "no contest cell with a kernel mass (a yat-family variant) in runs.csv")
-        fig.suptitle("Kernel mass against next-token correctness")
+        title(fig, "Kernel mass against next-token correctness")
         return fig
-    roc.plot([0, 1], [0, 1], color="0.5", lw=1, ls="--")
-    roc.text(0.62, 0.6, "null: AUROC 0.5, no signal", rotation=45, rotation_mode="anchor", ha="center",
-             va="top", fontsize=8, color="0.35", transform_rotates_text=True)
+    # the chance line is named in the legend, not on the plot, where curves near chance would run over its label
+    chance = roc.plot([0, 1], [0, 1], color="0.5", lw=1, ls="--", label="chance: AUROC 0.5, no signal")[0]
     seeds = sorted({e["seed"] for e in entries})
     handles = []
     for entry in entries:
         color, marker = variant_color(style, entry["variant"], order), variant_marker(entry["variant"], order)
         fpr, tpr = roc_curve(entry["mass"], entry["correct"])
-        roc.plot(fpr, tpr, color=color, lw=1.5, ls=SEED_STYLES[seeds.index(entry["seed"]) % len(SEED_STYLES)],
-                 marker=marker, markevery=max(1, fpr.size // 6), ms=6, mec=MARKER_EDGE, mew=0.5)
-        handles.append(variant_handle(style, entry["variant"], order, lw=1.5,
+        roc.plot(fpr, tpr, color=color, lw=1.2, ls=SEED_STYLES[seeds.index(entry["seed"]) % len(SEED_STYLES)],
+                 marker=marker, markevery=max(1, fpr.size // 6), ms=4.5, mec=MARKER_EDGE, mew=0.5)
+        handles.append(variant_handle(style, entry["variant"], order, lw=1.2,
                                       ls=SEED_STYLES[seeds.index(entry["seed"]) % len(SEED_STYLES)],
                                       label=f"{entry['variant']} seed {entry['seed']}: AUROC {entry['auroc']:.3f}"))
     roc.set_xlim(0, 1)
     roc.set_ylim(0, 1)
     roc.set_aspect("equal")
-    roc.set_xlabel("false-positive rate (wrong tokens above the threshold)")
-    roc.set_ylabel("true-positive rate (correct tokens above the threshold)")
-    roc.set_title("ROC of mass as a predictor of a correct prediction", fontsize=10)
-    roc.legend(handles=handles, fontsize=8, loc="lower right")
+    roc.set_xlabel("false-positive rate\n(wrong tokens above the threshold)")
+    roc.set_ylabel("true-positive rate\n(correct tokens above the threshold)")
+    roc.set_title(wrap("ROC of mass as a predictor of a correct prediction", 2.8, 8.5))
+    roc.legend(handles=handles + [chance], loc="upper left", bbox_to_anchor=(0, -0.22), borderaxespad=0,
+               frameon=False)
     roc.grid(alpha=0.3)
     for r, variant in enumerate(variants):
         ax = fig.add_subplot(grid[r, 1])
@@ -113,19 +115,19 @@ def draw(data: dict, style: dict):
         for chosen, label, line in ((correct, "correct", "-"), (~correct, "wrong", "--")):
             counts, _ = np.histogram(mass[chosen], bins=edges)
             share = counts / max(counts.sum(), 1)
-            ax.stairs(share, edges, color=color, lw=1.6, ls=line,
+            ax.stairs(share, edges, color=color, lw=1.3, ls=line,
                       label=f"{label} ({int(chosen.sum())} tokens, mean {_number(means[label])})"
                       if chosen.any() else f"{label} (none)")
         ax.set_xscale("log")
-        ax.set_ylim(bottom=0)
-        ax.set_ylabel("share of tokens", fontsize=8)
-        ax.set_title(f"{variant}: mass of correct vs wrong tokens (seeds pooled; means over seeds)", fontsize=9,
+        ax.set_ylim(0, 1.7 * max(ax.get_ylim()[1], 1e-9))  # headroom above the bars for the legend
+        ax.set_ylabel("share of tokens")
+        ax.set_title(wrap(f"{variant}: mass of correct vs wrong tokens (seeds pooled; means over seeds)", 3.3, 8.5),
                      color=color)
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(alpha=0.3)
         if r == len(variants) - 1:
-            ax.set_xlabel("kernel row mass Σκ, mean over layers and heads (log scale)")
-    fig.suptitle("Kernel mass against next-token correctness on held-out batches (contest cells)")
+            ax.set_xlabel("kernel row mass Σκ, mean over layers and heads\n(log scale)")
+    title(fig, "Kernel mass against next-token correctness on held-out batches (contest cells)")
     return fig
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -22,7 +21,8 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_marker
+from attnlab.pipeline.figures.style import (MARKER_EDGE, TEXT_WIDTH, empty_note, new_figure, variant_color,
+                                            variant_marker, wrap)
 
 BEST_OFFSET = 0.28  # the best-LR row sits this far below the contest row of its variant
 
@@ -49,7 +49,7 @@ def draw(data: dict, style: dict):
     """One row per variant: its seeds (dots), their mean and interval, and its best-LR comparison (hollow)."""
     contest, best, dots = data["contest"], data.get("best"), data.get("dots", {})
     shown = [v for v in variant_order(contest) if v != BASELINE]
-    fig, ax = plt.subplots(figsize=(8.5, 1.1 + 0.75 * max(len(shown), 1)), dpi=style["dpi"], layout="constrained")
+    fig, ax = new_figure(style, 1.3 + 0.6 * max(len(shown), 1), layout="constrained")
     if contest.empty or "delta_vs_softmax" not in contest or not shown:
         empty_note(ax, "no variant beside softmax in contest.csv" if not contest.empty else "contest.csv is empty")
         return fig
@@ -72,27 +72,27 @@ def draw(data: dict, style: dict):
             note = f"wins {row.wins} seeds"
         else:
             note = statistics.ONE_SEED
-        ax.plot([mean], [y], ls="none", marker=marker, ms=9, color=color, mec=MARKER_EDGE, mew=0.6)
+        ax.plot([mean], [y], ls="none", marker=marker, ms=7.5, color=color, mec=MARKER_EDGE, mew=0.6)
         choice = " (auto)" if str(row.get("lr_choice", "")) == "auto" else ""
         labels.append((y, f"{variant}\ncontest LR {format_lr(float(row.lr))}{choice}"))
         ax.annotate(note, (1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
-                    va="center", fontsize=8, color="0.25")
+                    va="center", fontsize=7.5, color="0.25")
         if variant in best_rows.index:
             b = best_rows.loc[variant]
             yb = y + BEST_OFFSET
             if np.isfinite(b.delta_ci_low) and np.isfinite(b.delta_ci_high):
                 ax.plot([b.delta_ci_low, b.delta_ci_high], [yb, yb], color=color, lw=1.2, ls="--")
-            ax.plot([b.delta_vs_softmax], [yb], ls="none", marker=marker, ms=7, mfc="white", mec=color, mew=1.3)
+            ax.plot([b.delta_vs_softmax], [yb], ls="none", marker=marker, ms=6, mfc="white", mec=color, mew=1.2)
             ax.annotate(f"best LR {format_lr(float(b.best_lr))}", (b.delta_vs_softmax, yb), xytext=(6, 0),
                         textcoords="offset points", va="center", fontsize=7, color="0.35")
     ax.axvline(0.0, color=variant_color(style, BASELINE, order), ls=":", lw=1.2)
-    ax.set_yticks([y for y, _ in labels], [text for _, text in labels], fontsize=8)
+    ax.set_yticks([y for y, _ in labels], [text for _, text in labels], fontsize=7.5)
     ax.set_ylim(len(shown) - 0.5, -0.6)
     ax.set_xlabel(f"best validation loss − {BASELINE}'s of the same seed (nats/char); left of 0 beats {BASELINE}")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(f"Paired differences from {BASELINE}: mean over seeds (filled) with its {level} t-interval, "
-                 f"single seeds (dots),\nand each variant at its best sweep LR against {BASELINE} at its own "
-                 "(hollow)", fontsize=10)
+    ax.set_title(wrap(f"Paired differences from {BASELINE}: mean over seeds (filled) with its {level} t-interval, "
+                      f"single seeds (dots), and each variant at its best sweep LR against {BASELINE} at its own "
+                      "(hollow)", 0.8 * TEXT_WIDTH, 8.5), fontsize=8.5)
     return fig
 
 

@@ -13,8 +13,8 @@ from attnlab.pipeline.figures.cells import cell_label, shown_cells, variant_orde
 from attnlab.pipeline.figures.gif import Animation, gif_dpi
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.maps import clamp
-from attnlab.pipeline.figures.style import empty_note, variant_color, variant_handle
-from attnlab.pipeline.figures.window import char_label, label_every, snippet, window_text
+from attnlab.pipeline.figures.style import MAX_HEIGHT, TEXT_WIDTH, empty_note, variant_color, variant_handle
+from attnlab.pipeline.figures.window import char_label, character_step, snippet, window_text
 
 MAX_FRAMES = 128  # longer windows show this many evenly spaced query positions
 
@@ -50,8 +50,8 @@ def draw(data: dict, style: dict) -> Animation:
     """Every panel shows the attention row of the frame's query position; the last frame reads the whole window."""
     entries, order = data["entries"], data["order"]
     panels = max(len(entries), 1)
-    width = 11 if not entries else max(11.0, 0.1 * len(entries[0]["text"]))  # room to label every character
-    fig, axes = plt.subplots(panels, 1, figsize=(width, 1.9 * panels + 1.0), dpi=gif_dpi(style), squeeze=False,
+    height = min(1.3 * panels + 0.9, MAX_HEIGHT)
+    fig, axes = plt.subplots(panels, 1, figsize=(TEXT_WIDTH, height), dpi=gif_dpi(style), squeeze=False,
                              sharex=True)
     axes = axes[:, 0]
     if not entries:
@@ -61,7 +61,8 @@ def draw(data: dict, style: dict) -> Animation:
     length = len(text)
     positions = query_positions(length)
     keys = np.arange(length)
-    ticks = keys[:: label_every(length, 160)]
+    # every key's character where the columns are wide enough for it at the smallest font, else every k-th
+    ticks = keys[:: character_step((TEXT_WIDTH - 0.8) * 72 / max(length, 1))]
     # one scale for every panel and frame, set past the first few queries (whose one or two visible keys
     # would flatten every later row); a taller bar is cut at the top and its value written there
     settled = positions[positions >= max(1, length // 8)]
@@ -74,21 +75,21 @@ def draw(data: dict, style: dict) -> Animation:
         future = Rectangle((length - 0.5, 0), 0, 1, transform=ax.get_xaxis_transform(), color="0.9", zorder=0)
         ax.add_patch(future)
         note = ax.text(0, 0.45, "future keys (masked)", transform=ax.get_xaxis_transform(), ha="center",
-                       fontsize=8, color="0.4")
+                       fontsize=7.5, color="0.4")
         cursor = ax.axvline(0, color="0.2", lw=0.8, ls=":")
         ax.set_xlim(-0.5, length - 0.5)
         ax.set_ylim(0, top)
-        ax.set_ylabel("weight", fontsize=8)
+        ax.set_ylabel("weight", fontsize=7.5)
         ax.tick_params(axis="y", labelsize=7)
         ax.legend(handles=[variant_handle(style, entry["variant"], order, label=(
             f"{entry['label']}, layer {entry['layer']}, head {entry['head']}, step {entry['step']}"))],
-            loc="lower left", bbox_to_anchor=(0, 1), borderaxespad=0.1, frameon=False, fontsize=8,
+            loc="lower left", bbox_to_anchor=(0, 1), borderaxespad=0.1, frameon=False, fontsize=7.5,
             handlelength=1.2)
         panels.append({"entry": entry, "bars": bars, "future": future, "note": note, "cursor": cursor, "cut": []})
-    axes[-1].set_xticks(ticks, [char_label(text[j]) for j in ticks], fontsize=8 if length <= 64 else 7,
+    axes[-1].set_xticks(ticks, [char_label(text[j]) for j in ticks], fontsize=7.5 if length <= 64 else 7,
                         fontfamily="monospace")
     axes[-1].set_xlabel("key (character of the window; query position dotted, its label red)")
-    title = fig.suptitle(" ", fontsize=11)
+    title = fig.suptitle(" ", fontsize=9)
     fig.tight_layout()
 
     def update(frame):

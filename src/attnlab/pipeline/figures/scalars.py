@@ -5,14 +5,13 @@ from __future__ import annotations
 import math
 import sys
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.figures.heatmap import bounded_norm, layer_head_heatmap
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import empty_note
+from attnlab.pipeline.figures.style import empty_note, new_figure, title
 
 VARIANT = "yat_b"
 INIT = math.log(2.0)  # softplus(0): both scalars start here
@@ -38,11 +37,11 @@ def load_scalars(scalars: pd.DataFrame, contest: pd.DataFrame) -> dict:
 
 
 def draw(scalars: dict, style: dict):
-    fig, axes = plt.subplots(1, 2, figsize=(10, 4.2), dpi=style["dpi"], layout="constrained")
+    fig, axes = new_figure(style, 3.4, ncols=2, layout="constrained")
     if scalars["lr"] is None or any(scalars[name].size == 0 for name, _ in SCALARS):
         for ax in axes:
             empty_note(ax, f"no {VARIANT} contest cell with learned scalars in scalars.csv")
-        fig.suptitle(f"{VARIANT}: learned kernel scalars")
+        title(fig, f"{VARIANT}: learned kernel scalars")
         return fig
     n = len(scalars["seeds"])
     for ax, (name, label) in zip(axes, SCALARS):
@@ -52,10 +51,10 @@ def draw(scalars: dict, style: dict):
         norm = bounded_norm(values, INIT, 0.0, math.inf)  # softplus: positive
         image = layer_head_heatmap(ax, mean, std, norm, "RdBu_r", f"learned {label}")
         symbol = label.split()[0]
-        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{symbol} (unitless; white = init log 2 ≈ {INIT:.3f})")
+        fig.colorbar(image, ax=ax, shrink=0.9, label=f"{symbol} (unitless;\nwhite = init log 2 ≈ {INIT:.3f})")
     spread = "mean ± std over seeds " if n > 1 else "seed "
-    fig.suptitle(f"{VARIANT} learned scalars per layer × head: {spread}{', '.join(map(str, scalars['seeds']))} "
-                 f"at contest LR {format_lr(scalars['lr'])}")
+    title(fig, f"{VARIANT} learned scalars per layer × head: {spread}{', '.join(map(str, scalars['seeds']))} "
+          f"at contest LR {format_lr(scalars['lr'])}")
     return fig
 
 

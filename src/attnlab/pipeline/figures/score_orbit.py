@@ -12,6 +12,7 @@ from matplotlib.ticker import MaxNLocator
 
 from attnlab.pipeline.figures.gif import Animation, gif_dpi
 from attnlab.pipeline.figures.main import figure_main
+from attnlab.pipeline.figures.style import TEXT_WIDTH, wrap
 
 EPS = 1.0  # the yat variant's fixed epsilon
 RADIUS = 1.5  # of the query's orbit
@@ -53,14 +54,14 @@ def draw(eps: float, style: dict) -> Animation:
     # fixed colour bands over the whole orbit, so frames compare
     bil_max = RADIUS * EXTENT * np.sqrt(2)
     yat_max = max(float(yat_score(q, keys, eps).max()) for q in queries)
-    fig, (left, right) = plt.subplots(1, 2, figsize=(10.5, 4.9), dpi=gif_dpi(style), layout="constrained")
+    fig, (left, right) = plt.subplots(1, 2, figsize=(TEXT_WIDTH, 3.5), dpi=gif_dpi(style), layout="constrained")
     panels = [
         {"ax": left, "score": bilinear_score, "cmap": "RdBu_r",
          "levels": MaxNLocator(LEVELS, symmetric=True).tick_values(-bil_max, bil_max),
-         "title": r"bilinear score $q\cdot k$ (softmax's logit, unscaled)"},
+         "title": "bilinear score $q\\cdot k$\n(softmax's logit, unscaled)"},
         {"ax": right, "score": lambda q, k: yat_score(q, k, eps), "cmap": "magma",
          "levels": MaxNLocator(LEVELS).tick_values(0.0, yat_max),
-         "title": rf"Yat score $(q\cdot k)^2 / (\|q-k\|^2 + \varepsilon)$, $\varepsilon$ = {eps:g}"},
+         "title": r"Yat score $(q\cdot k)^2 / (\|q-k\|^2 + \varepsilon)$" + "\n" + rf"$\varepsilon$ = {eps:g}"},
     ]
     circle = np.linspace(0, 2 * np.pi, 200)
     x, y = keys[..., 0], keys[..., 1]
@@ -71,16 +72,16 @@ def draw(eps: float, style: dict) -> Animation:
                      ticks=panel["levels"][::2])
         panel["bands"] = None
         ax.plot(RADIUS * np.cos(circle), RADIUS * np.sin(circle), ls="--", lw=0.8, color="0.6", zorder=3)
-        (panel["point"],) = ax.plot([], [], marker="*", ms=15, color="white", mec="black", ls="none",
+        (panel["point"],) = ax.plot([], [], marker="*", ms=11, color="white", mec="black", ls="none",
                                     label="query q", zorder=4)
         (panel["arrow"],) = ax.plot([], [], color="0.5", lw=1.2, zorder=4)
         ax.set_xlim(-EXTENT, EXTENT)
         ax.set_ylim(-EXTENT, EXTENT)
         ax.set_aspect("equal")
-        ax.set_title(panel["title"], fontsize=10)
+        ax.set_title(panel["title"])
         ax.set_xlabel("key coordinate $k_1$")
         ax.set_ylabel("key coordinate $k_2$")
-        ax.legend(loc="lower left", fontsize=8)
+        ax.legend(loc="lower left")
 
     def update(frame):
         q = queries[frame]
@@ -93,8 +94,8 @@ def draw(eps: float, style: dict) -> Animation:
             panel["point"].set_data([q[0]], [q[1]])
             panel["arrow"].set_data([0, q[0]], [0, q[1]])
         angle = np.degrees(np.arctan2(q[1], q[0])) % 360
-        fig.suptitle(f"Scores of every key k for a query q orbiting at |q| = {RADIUS:g} "
-                     f"(angle {angle:.0f}°; analytic, no training)")
+        fig.suptitle(wrap(f"Scores of every key k for a query q orbiting at |q| = {RADIUS:g} "
+                          f"(angle {angle:.0f}°; analytic, no training)"))
 
     return Animation(fig, update, len(queries), frame_ms=200, hold_ms=200, colors=64)
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import sys
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.lines import Line2D
@@ -23,7 +22,8 @@ from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
 from attnlab.pipeline.figures.cells import variant_order
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.style import MARKER_EDGE, empty_note, variant_color, variant_handle, variant_marker
+from attnlab.pipeline.figures.style import (MARKER_EDGE, empty_note, new_figure, title, variant_color, variant_handle,
+                                            variant_marker)
 from attnlab.pipeline.score_scale import max_score_ratios, max_scores, seed_means, times
 
 DODGE = 0.08  # layers between neighbouring variants' points
@@ -46,16 +46,16 @@ def _by_layer(ax, score, shown, order, style) -> None:
         color, marker = variant_color(style, variant, order), variant_marker(variant, order)
         cells = score[score.variant == variant]
         x_shift = DODGE * (k - (len(shown) - 1) / 2)
-        ax.plot(cells.layer + x_shift, cells.max_score, ls="none", marker=marker, ms=5, mfc="none", mec=color,
+        ax.plot(cells.layer + x_shift, cells.max_score, ls="none", marker=marker, ms=4, mfc="none", mec=color,
                 alpha=0.8)
         mean = cells.groupby("layer").max_score.mean()
-        ax.plot(mean.index + x_shift, mean.values, "-", marker=marker, ms=8, color=color, mec=MARKER_EDGE,
-                mew=0.6, lw=1.6)
+        ax.plot(mean.index + x_shift, mean.values, "-", marker=marker, ms=6, color=color, mec=MARKER_EDGE,
+                mew=0.6, lw=1.3)
     layers = sorted(score.layer.unique())
     ax.set_xticks(layers, [str(int(layer)) for layer in layers])
     ax.set_xlabel("layer")
-    ax.set_ylabel("max score (largest over held-out batches)")
-    ax.set_title("per layer (hollow: each seed; filled: mean over seeds)", fontsize=10)
+    ax.set_ylabel("max score\n(largest over held-out batches)")
+    ax.set_title("per layer (hollow: each seed; filled: mean over seeds)")
 
 
 def _by_variant(ax, score, shown, order, style) -> None:
@@ -65,29 +65,28 @@ def _by_variant(ax, score, shown, order, style) -> None:
         color, marker = variant_color(style, variant, order), variant_marker(variant, order)
         values = per_seed[per_seed.variant == variant][SEED_MEAN].to_numpy(dtype=float)
         jitter = np.linspace(-0.05, 0.05, len(values)) if len(values) > 1 else np.zeros(1)
-        ax.plot(x + SEEDS_AT + jitter, values, ls="none", marker=marker, ms=7, mfc="white", mec=color, mew=1.4)
+        ax.plot(x + SEEDS_AT + jitter, values, ls="none", marker=marker, ms=5.5, mfc="white", mec=color, mew=1.2)
         ax.plot([x + SEEDS_AT - 0.12] * 2, [values.min(), values.max()], color=color, lw=2, solid_capstyle="butt")
-        ax.plot([x + MAX_AT], [maxima[variant]], ls="none", marker=marker, ms=9, color=color, mec=MARKER_EDGE,
+        ax.plot([x + MAX_AT], [maxima[variant]], ls="none", marker=marker, ms=7, color=color, mec=MARKER_EDGE,
                 mew=0.6)
     if BASELINE in maxima:
         ax.axhline(maxima[BASELINE], color=variant_color(style, BASELINE, order), ls=":", lw=1)
     # the ratios sit under the names, where no marker can cover them
-    ax.set_xticks(range(len(shown)), [f"{v}\n{labels[v]}" for v in shown], fontsize=8)
+    ax.set_xticks(range(len(shown)), [f"{v}\n{labels[v]}" for v in shown], fontsize=7.5)
     ax.set_xlim(-0.6, len(shown) - 0.4)
     ax.set_ylabel("score")
-    ax.set_title(f"per variant (dotted: {BASELINE}'s max score)", fontsize=10)
+    ax.set_title(f"per variant (dotted: {BASELINE}'s max score)", loc="left", pad=24)  # above the legend
     ax.legend(handles=[
-        Line2D([], [], ls="none", marker="o", ms=7, mfc="white", mec="0.3", mew=1.4,
+        Line2D([], [], ls="none", marker="o", ms=5.5, mfc="white", mec="0.3", mew=1.2,
                label="mean over layers of max score, one per seed (bar: range)"),
-        Line2D([], [], ls="none", marker="o", ms=9, color="0.3", mec=MARKER_EDGE,
+        Line2D([], [], ls="none", marker="o", ms=7, color="0.3", mec=MARKER_EDGE,
                label=f"max score; under the name: its multiple of {BASELINE}'s"),
-    ], fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.08), borderaxespad=0, frameon=False)
+    ], fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), borderaxespad=0.2, frameon=False)
 
 
 def draw(data: dict, style: dict):
     score, contest = data["score"], data["contest"]
-    fig, (by_layer, by_variant) = plt.subplots(1, 2, figsize=(11, 4.8), dpi=style["dpi"], layout="constrained",
-                                               gridspec_kw={"width_ratios": [1.2, 1]})
+    fig, (by_layer, by_variant) = new_figure(style, 6.4, nrows=2, layout="constrained")
     if score.empty:
         for ax in (by_layer, by_variant):
             empty_note(ax, "no rows in score_scale.csv")
@@ -104,8 +103,8 @@ def draw(data: dict, style: dict):
         ax.grid(alpha=0.3)
     by_variant.margins(y=0.15)
     fig.legend(handles=[variant_handle(style, v, order, lw=1.6) for v in shown], loc="outside lower center",
-               ncol=len(shown), fontsize=8)
-    fig.suptitle("Attention score scale of the trained contest cells on held-out batches (log scale)")
+               ncol=len(shown), frameon=False)
+    title(fig, "Attention score scale of the trained contest cells on held-out batches (log scale)")
     return fig
 
 

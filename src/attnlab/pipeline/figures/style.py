@@ -1,12 +1,19 @@
-"""How every figure looks: the config's `figures` style, one colour and one marker per variant, blank panels.
+"""How every figure looks: the page it is drawn for, the config's `figures` style, one colour and one marker per
+variant, blank panels.
+
+Every figure is drawn for the printed text column: TEXT_WIDTH inches wide (it
+fits A4 and Letter alike), no taller than MAX_HEIGHT, with lettering sized in
+points for that page (FONTS, never under MIN_FONT). The writeup shows each
+figure at the width it was drawn at, so a point here is a point on paper.
 
 Importing this module selects matplotlib's Agg backend, so a figure job draws
-the same off screen on any machine.
+the same off screen on any machine, and sets the figures' font sizes.
 """
 
 from __future__ import annotations
 
 import json
+import textwrap
 import zlib
 
 import matplotlib
@@ -16,6 +23,18 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attnlab.core.config import schema as config_schema  # noqa: E402
+
+TEXT_WIDTH = 6.5  # inches: the printed text column (A4 and Letter less their margins are wider)
+# inches: a figure, its caption and the line under it (about 1.5 in more) take at most two thirds of a
+# printed page's text area (A4 or Letter), so a figure that does not fit where it falls and moves whole to
+# the next page leaves the page before it at least a third full
+MAX_HEIGHT = 5.0
+MIN_FONT = 7.0  # points at printed size: no figure letters anything smaller
+# matplotlib's default sizes, in points, for the printed column ('small' and smaller are never used).
+FONTS = {"font.size": 8.0, "axes.titlesize": 8.5, "axes.labelsize": 8.0, "xtick.labelsize": 7.5,
+         "ytick.labelsize": 7.5, "legend.fontsize": 7.5, "legend.title_fontsize": 7.5, "figure.titlesize": 9.0,
+         "figure.labelsize": 8.0}
+matplotlib.rcParams.update(FONTS)
 
 LOSS_LABEL = "validation loss (nats/char)"
 # Okabe–Ito, the colour-blind-safe palette the schema's defaults are drawn from; for variants the
@@ -68,13 +87,24 @@ def variant_handle(style: dict, variant: str, order: list[str] | None = None, la
                   mec=MARKER_EDGE, mew=0.6, ms=7, label=variant if label is None else label, **line)
 
 
-def new_figure(style: dict, width: float, height: float, **kwargs):
-    """A figure and its axes at the style's resolution."""
-    return plt.subplots(figsize=(width, height), dpi=style["dpi"], **kwargs)
+def new_figure(style: dict, height: float, width: float = TEXT_WIDTH, **kwargs):
+    """A figure and its axes at the style's resolution, as wide as the printed text column by default."""
+    return plt.subplots(figsize=(width, min(height, MAX_HEIGHT)), dpi=style["dpi"], **kwargs)
+
+
+def wrap(text: str, width: float = TEXT_WIDTH, fontsize: float = FONTS["figure.titlesize"]) -> str:
+    """`text` broken into lines that fit `width` inches at `fontsize` points (DejaVu Sans, matplotlib's font,
+    averages a little over half an em per character of running text)."""
+    return textwrap.fill(text, width=max(20, int(width * 72 / (0.56 * fontsize))), break_long_words=False)
+
+
+def title(fig, text: str, fontsize: float = FONTS["figure.titlesize"]):
+    """The figure's title, wrapped to the figure's width."""
+    return fig.suptitle(wrap(text, 0.96 * fig.get_figwidth(), fontsize), fontsize=fontsize)
 
 
 def empty_note(ax, message: str) -> None:
     """A panel that says what is missing instead of silently drawing nothing."""
-    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, fontsize=10, wrap=True)
+    ax.text(0.5, 0.5, message, ha="center", va="center", transform=ax.transAxes, fontsize=8.5, wrap=True)
     ax.set_xticks([])
     ax.set_yticks([])

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import sys
 
-import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import clamp, draw_map, map_norm
-from attnlab.pipeline.figures.window import draw_window_ruler, ruler_size, window_text
+from attnlab.pipeline.figures.maps import cell_lines, clamp, draw_map, map_figure, map_norm
+from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
 def load(tables, style) -> list[dict]:
@@ -42,34 +41,31 @@ def _step_title(step: int, total) -> str:
 def draw(entries: list[dict], style: dict):
     rows = max(len(entries), 1)
     cols = max((len(e["steps"]) for e in entries), default=1)
-    width = 2.6 * cols + 1.4
-    fig = plt.figure(figsize=(width, 2.6 * rows + 1.7), dpi=style["dpi"], layout="constrained")
-    header, body = fig.subfigures(2, 1, height_ratios=[0.9, 2.6 * rows + 0.8])
-    axes = body.subplots(rows, cols, squeeze=False)
+    where = {(e["layer"], e["head"]) for e in entries}
+    shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where)) or "no contest cells"
+    fig, body, axes = map_figure(style, rows, cols, f"Attention through training ({shown}; contest LR, one seed "
+                                 "per variant, named at its row)", entries[0]["text"] if entries else None)
     norm = map_norm()
     image = None
     for r, entry in enumerate(entries):
         for c in range(cols):
             ax = axes[r, c]
             if c >= len(entry["steps"]):
-                ax.text(0.5, 0.5, f"no snapshot\n(diverged at step {entry['diverged_step']})", ha="center",
-                        va="center", transform=ax.transAxes, fontsize=8)
+                ax.text(0.5, 0.5, f"no snapshot\n(diverged at\nstep {entry['diverged_step']})", ha="center",
+                        va="center", transform=ax.transAxes, fontsize=7.5)
                 ax.set_xticks([])
                 ax.set_yticks([])
                 continue
             image = draw_map(ax, entry["maps"][c], norm, label_x=r == rows - 1, label_y=c == 0)
-            ax.set_title(_step_title(entry["steps"][c], entry["total"]), fontsize=9)
+            if r == 0:
+                ax.set_title(_step_title(entry["steps"][c], entry["total"]), fontsize=7.5)
             if c == 0:
-                ax.set_ylabel(f"{entry['label']}\nquery position", fontsize=8)
+                ax.set_ylabel(f"{cell_lines(entry['label'], 1.2)}\nquery position", fontsize=7.5)
     if image is not None:
         body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (sqrt scale)")
-        where = {(e["layer"], e["head"]) for e in entries}
-        shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where))
-        draw_window_ruler(header, entries[0]["text"], fontsize=ruler_size(len(entries[0]["text"]), width), y=0.3)
+        set_key_characters(axes[0, :], entries[0]["text"])
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
-        shown = "none"
-    header.suptitle(f"Attention through training ({shown}; contest LR, one seed per variant, named at its row)")
     return fig
 
 

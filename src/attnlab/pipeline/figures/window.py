@@ -1,8 +1,18 @@
-"""The attention window's characters on a figure: axis labels, position ticks and a ruler printed once."""
+"""The attention window's characters on a figure: each at the centre of its key column, and the window as text.
+
+A map's key columns are narrower than a readable glyph once the map fits the
+printed column, so a map labels every k-th column with its character (k as
+small as the column width allows at the figure's smallest font), on the axis
+above it, and the whole window is printed once, as text, above the maps.
+"""
 
 from __future__ import annotations
 
+import textwrap
+
 import numpy as np
+
+from attnlab.pipeline.figures.style import MIN_FONT
 
 # How window characters that do not print are shown on an axis.
 CHAR_GLYPHS = {"\n": "⏎", " ": "␣", "\t": "⇥", "\r": "␍"}
@@ -26,18 +36,17 @@ def window_text(attention: dict) -> str:
     return text[:length].ljust(length, "?")
 
 
-def label_every(length: int, max_labels: int) -> int:
-    """Label every k-th position so that at most `max_labels` labels show."""
-    return max(1, int(np.ceil(length / max(1, max_labels))))
-
-
-def position_step(length: int) -> int:
-    """The spacing of position ticks on a map and of marks on the window ruler: 4 for short windows, else 8."""
-    return 4 if length <= 32 else 8
+def position_step(length: int, max_ticks: int = 5) -> int:
+    """The spacing of position ticks on a map: a power of two from 4 up, at most `max_ticks` ticks (8 for a
+    32-key window), so the numbers never crowd a map the width of a quarter of the printed column."""
+    step = 4
+    while -(-length // step) > max_ticks:
+        step *= 2
+    return step
 
 
 def set_position_ticks(ax, length: int, axis: str = "x", fontsize: float = 7) -> None:
-    """Tick window positions 0, k, 2k, ... by number; the characters are printed once, on the window ruler."""
+    """Tick window positions 0, k, 2k, ... by number (the characters go on the axis above, set_key_characters)."""
     positions = np.arange(0, length, position_step(length))
     labels = [str(p) for p in positions]
     if axis == "x":
@@ -46,27 +55,44 @@ def set_position_ticks(ax, length: int, axis: str = "x", fontsize: float = 7) ->
         ax.set_yticks(positions, labels, fontsize=fontsize)
 
 
-def window_ruler(text: str) -> tuple[str, str]:
-    """Two aligned monospace lines: position numbers every k characters, and the window's characters."""
-    step = position_step(len(text))
-    ruler = [" "] * (len(text) + 4)
-    for position in range(0, len(text), step):
-        for offset, digit in enumerate(str(position)):
-            ruler[position + offset] = digit
+GLYPH_EM = 0.6  # a monospace glyph's advance, in ems (DejaVu Sans Mono)
+
+
+def character_step(column_pt: float, fontsize: float = MIN_FONT, gap: float = 1.25) -> int:
+    """Label every k-th column so that neighbouring labels of `fontsize` keep `gap` glyphs apart at least."""
+    return max(1, int(np.ceil(gap * GLYPH_EM * fontsize / max(column_pt, 1e-6))))
+
+
+def set_key_characters(axes, text: str, fontsize: float = MIN_FONT) -> list:
+    """The window's characters on the axis above each map of `axes`, each at the centre of its key column.
+
+    A map's columns are key positions 0..T-1, centred on whole numbers (imshow). The step between labelled
+    columns comes from the narrowest map's column width as drawn, so the figure is laid out first. Returns
+    the top axes."""
+    axes = [ax for ax in np.ravel(axes) if ax is not None]
+    if not axes:
+        return []
+    fig = axes[0].figure
+    fig.canvas.draw()  # lay the figure out, so each map's printed width is known
+    length = max(len(text), 1)
+    column_pt = min(ax.get_window_extent().width for ax in axes) * 72 / fig.dpi / length
+    # the top labels take room from the maps once drawn: keep a tenth in hand
+    keys = np.arange(0, len(text), character_step(0.9 * column_pt, fontsize))
+    tops = []
+    for ax in axes:
+        top = ax.secondary_xaxis("top")
+        top.set_xticks(keys, [char_label(text[j]) for j in keys], fontsize=fontsize, fontfamily="monospace")
+        top.tick_params(length=2, pad=1)
+        tops.append(top)
+    return tops
+
+
+def window_line(text: str, width_in: float, fontsize: float = 7.5) -> str:
+    """The whole window as monospace text for a figure's header, broken into lines that fit `width_in`."""
     glyphs = "".join(CHAR_GLYPHS.get(c, c if c.isprintable() else "?") for c in text)
-    return "".join(ruler).rstrip(), glyphs
-
-
-def draw_window_ruler(fig, text: str, fontsize: float = 8, y: float = 0.5) -> None:
-    """Print the window the maps read, under its position numbers, across a (sub)figure."""
-    ruler, glyphs = window_ruler(text)
-    fig.text(0.5, y, f"position  {ruler}\nwindow    {glyphs}", ha="center", va="center", fontsize=fontsize,
-             fontfamily="monospace", linespacing=1.5, multialignment="left", parse_math=False)
-
-
-def ruler_size(length: int, width_in: float) -> float:
-    """The font size at which the ruler's 10 + `length` monospace characters fill at most 90% of the width."""
-    return float(np.clip(0.9 * width_in * 72 / (0.6 * (length + 10)), 5, 10))
+    per_line = max(16, int(width_in * 72 / (GLYPH_EM * fontsize)))
+    return "\n".join(textwrap.wrap(glyphs, per_line, drop_whitespace=False, break_on_hyphens=False)
+                     or [""])
 
 
 def snippet(text: str, start: int, stop: int) -> str:

@@ -23,6 +23,36 @@ def start_sentence() -> str:
             f"starts at {BASELINE} with temperature 1/σ({b}) ≈ {START_TEMPERATURE:.4f}, not at {BASELINE} itself")
 
 
+# The section's tables in the order it shows them, and what each one asks.
+SECTION_TABLES = (
+    ("a3_init", "checks where A³ starts on the stored step-0 maps"),
+    ("a3_vs_softmax_entropy", f"sets A³'s rows against {BASELINE}'s layer by layer, with the two mechanisms that "
+     "shape them: the gate (below its init it cools the logits) and the spread of the key bias over the keys "
+     "(wider sharpens)"),
+    ("a3_vs_temperature", "asks whether a learned per-head temperature, started where A³'s gate starts, gains as "
+     "much"),
+)
+ORDINALS = ("first", "second", "third")
+
+
+def section_intro(shown) -> str:
+    """The section's opening: what A³'s gate is, then each of the section's tables this build shows (`shown`:
+    the names of the tables on the page), and no other."""
+    present = [what for name, what in SECTION_TABLES if name in shown]
+    text = "The gate is a learned inverse temperature per query row and head."
+    if len(present) == 1:
+        return f"{text} The table below {present[0]}."
+    return " ".join([text] + [f"The {ordinal} table {what}." for ordinal, what in zip(ORDINALS, present)])
+
+
+def start_paragraph(shown) -> str:
+    """Where A³ starts, and which table checks it when the build shows the step-0 table."""
+    if "a3_init" not in shown:
+        return start_sentence() + "."
+    alone = sum(name in shown for name, _ in SECTION_TABLES) == 1
+    return start_sentence() + f"; the {'table below' if alone else 'first table'} checks exactly that."
+
+
 def a3_results(layers: pd.DataFrame) -> str:
     if layers.empty:
         return "No A³ cells with gate telemetry in this build."

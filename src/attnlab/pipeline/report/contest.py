@@ -32,7 +32,10 @@ def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFra
     """The contest table as contest.md shows it, its spanning headers, and the published numbers of the same
     variant and LR beside it when the build ran the published protocol."""
     shown = display.shown("contest", contest)
-    groups = [("", 5), (f"paired by seed with {BASELINE}", 3), ("", len(shown.columns) - 8)]
+    # the paired columns (the difference with its interval, the wins, the gap) start at the difference: after
+    # five columns, or six when the build scored the whole validation split too
+    first = next(i for i, column in enumerate(shown.columns) if column.startswith(f"− {BASELINE}"))
+    groups = [("", first), (f"paired by seed with {BASELINE}", 3), ("", len(shown.columns) - first - 3)]
     if comparable:
         groups = [("this build" if not label else f"this build, {label}", span) for label, span in groups]
         pub = {(p["variant"], format_lr(p["lr"])): p for p in published()["contest"]}

@@ -70,23 +70,40 @@ def made_by(figure: Figure) -> str:
             f"{source}.")
 
 
-def _inline(path: Path, css: str, alt: str) -> str:
+def drawn_width(path: Path) -> float | None:
+    """The width in inches a figure was drawn at: its pixels over the resolution its PNG records (None for a
+    file that records none, such as a GIF)."""
+    from PIL import Image
+
+    with Image.open(path) as image:
+        dpi = image.info.get("dpi")
+        return image.width / float(dpi[0]) if dpi and float(dpi[0]) > 0 else None
+
+
+def _inline(path: Path, css: str, alt: str, width: float | None = None) -> str:
+    """The image inlined; with its drawn width (inches) as --print-width, which the stylesheet prints it at."""
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return f'<img class="{css}" src="data:{MIME[path.suffix]};base64,{data}" alt="{html.escape(alt)}">'
+    size = f' style="--print-width: {width:.3f}in"' if width else ""
+    return f'<img class="{css}"{size} src="data:{MIME[path.suffix]};base64,{data}" alt="{html.escape(alt)}">'
 
 
 def figure_html(name: str, number: int) -> str:
     """The catalog's figure `name` inlined under its numbered caption, then the line that says what made it.
 
     An animated figure comes with its poster (its last frame), hidden on screen and shown in print, so
-    paper gets a meaningful still instead of whichever frame the GIF was on.
+    paper gets a meaningful still instead of whichever frame the GIF was on. Each image carries the width
+    it was drawn at (the poster's for a GIF, whose frames are the same figure), so that print shows its
+    lettering at the point size it was drawn with.
     """
     figure = BY_NAME[name]
     text = caption(figure)
     alt = text.split(". ")[0]
-    image = _inline(results_path("figures", figure.file), "animated" if figure.animated else "still", alt)
-    if figure.poster:
-        image += _inline(results_path("figures", figure.poster), "poster", alt)
+    shown = results_path("figures", figure.file)
+    poster = results_path("figures", figure.poster) if figure.poster else None
+    width = drawn_width(poster if poster else shown)
+    image = _inline(shown, "animated" if figure.animated else "still", alt, width)
+    if poster:
+        image += _inline(poster, "poster", alt, width)
     return (f'<figure class="paper" id="{anchor("figure", name)}">{image}'
             f"<figcaption><b>Figure {number}.</b> {rst_inline(text)}</figcaption>"
             f'<p class="made-by">{made_by(figure)}</p></figure>')
@@ -121,19 +138,21 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     columns = list(frame.columns)
     kinds = {c: "num" if _numeric_column(frame[c]) and c not in left else
              "text word" if _word_column(frame[c]) else "text" for c in columns}
-    classes = " ".join(["paper", css] + (["wide"] if widths else [])).strip()
+    keep = ["keep"] if len(frame) <= KEEP_ROWS and not widths else []  # printed on one page
+    dense = ["dense"] if len(columns) >= DENSE_COLUMNS else []  # printed smaller, to fit the page's width
+    classes = " ".join(["paper", *css.split()] + (["wide"] if widths else []) + keep + dense)
     ident = f' id="{anchor("table", name)}"' if name else ""
     layout = ' style="table-layout:fixed"' if widths else ""
-    cols = ("<colgroup>" + "".join(f'<col style="width:{_length(widths.get(c, 8))}">' for c in columns)
+    cols = ("<colgroup>" + "".join(f'<col style="width:{width}">' for width in _col_widths(columns, widths))
             + "</colgroup>" if widths else "")
     head = ""
     if groups:
         head += "<tr>" + "".join(f'<th class="group" colspan="{span}">{html.escape(label)}</th>' if label
                                  else f'<th colspan="{span}"></th>' for label, span in groups) + "</tr>"
-    head += "<tr>" + "".join(f'<th class="{kinds[c]}">{html.escape(str(c))}</th>' for c in columns) + "</tr>"
+    head += "<tr>" + "".join(f'<th class="{kinds[c]}">{header_html(str(c))}</th>' for c in columns) + "</tr>"
     body = []
     for row in frame.itertuples(index=False):
-        cells = [f'<td class="{kinds[c]}">{value if c in markup else html.escape(cell_text(value))}</td>'
+        cells = [f'<td class="{kinds[c]}">{value if c in markup else cell_html(cell_text(value))}</td>'
                  for c, value in zip(columns, row)]
         body.append("<tr>" + "".join(cells) + "</tr>")
     table = (f'<table class="{classes}"{ident}{layout}><caption><b>Table {number}.</b> {rst_inline(title)}'
@@ -143,20 +162,73 @@ def table_html(frame: pd.DataFrame, number: int, title: str, groups: list[tuple[
     return table
 
 
-def _length(width) -> str:
-    return width if isinstance(width, str) else f"{width}%"
+KEEP_ROWS = 12  # a table of no more rows than this is printed on one page, not split across two
+# A table of this many columns or more (the scale ladder's) is printed in a smaller type, its intervals free to
+# wrap after their comma: whole, they would make it wider than the page.
+DENSE_COLUMNS = 12
+# A sign or operator standing alone between spaces in a header ('− softmax', 'row sum − 1') stays on the
+# line of the word after it.
+_LONE_OPERATOR = re.compile(r"(?:(?<=\s)|^)([−+±×=<>≈]) ")
+# What a cell never breaks inside: an interval '[−0.0453, +0.3986]', a 'mean ± std', a number in e-notation
+# or a range of them ('1e-2', '3e-4–3e-3'), whose hyphen the browser would otherwise break after.
+_E_NUMBER = r"[−+-]?\d+(?:\.\d+)?e[−+-]?\d+"
+_UNBROKEN = re.compile(rf"\[[^\[\]]*\]|\S+ ± \S+|{_E_NUMBER}(?:[–-]{_E_NUMBER})*")
+
+
+def header_html(text: str) -> str:
+    """A column header that wraps only at its spaces: each word is kept whole ('1/σ(3)|' never splits at the
+    slash), a lone operator stays with the word after it and a bracket ('[95% interval]') on one line."""
+    text = re.sub(r"\[[^\[\]]*\]", lambda m: m.group(0).replace(" ", "\u00a0"), text)  # '[95% interval]'
+    words = _LONE_OPERATOR.sub("\\1\u00a0", text).split(" ")
+    return " ".join(f'<span class="unbroken">{html.escape(word)}</span>' if word else "" for word in words)
+
+
+def cell_html(text: str) -> str:
+    """A cell's text as HTML: intervals and 'mean ± std' kept on one line (an interval may wrap after its comma
+    where the stylesheet lets it: in a column of running text, or a dense table), a path free to wrap after a
+    slash."""
+    out, at = [], 0
+    for match in _UNBROKEN.finditer(text):
+        out.append(_wrappable(text[at:match.start()]))
+        kind = "unbroken interval" if match.group(0).startswith("[") else "unbroken"
+        out.append(f'<span class="{kind}">{html.escape(match.group(0))}</span>')
+        at = match.end()
+    out.append(_wrappable(text[at:]))
+    return "".join(out)
+
+
+def _wrappable(text: str) -> str:
+    """Escaped text with a break opportunity after each slash inside a word ('config/<wbr>ladder.yaml')."""
+    return re.sub(r"(?<=\w)/(?=\w)", "/<wbr>", html.escape(text))
+
+
+def _col_widths(columns: list, widths: dict) -> list[str]:
+    """Each column's CSS width: a length as given ('13em'), a percent as its share of what the lengths leave,
+    so the columns add up to the table's width on any page (the text column on screen, A4 or Letter)."""
+    given = {c: widths.get(c, 8) for c in columns}
+    fixed = [w for w in given.values() if isinstance(w, str)]
+    total = sum(w for w in given.values() if not isinstance(w, str)) or 1
+    rest = f"(100% - {' - '.join(fixed)})" if fixed else "100%"
+    return [w if isinstance(w, str) else f"calc({rest} * {w / total:.4f})" for w in given.values()]
 
 
 def details_html(frame: pd.DataFrame, summary: str) -> str:
-    """A folded table: the per-seed values behind a summary row, open on a click."""
+    """A folded table: the per-seed values behind a summary row, open on a click.
+
+    Paper cannot be clicked, and a browser prints a folded <details> folded: the same table follows in a block
+    that only print shows, captioned with the summary, and print hides the folded one."""
     columns = list(frame.columns)
     kinds = {c: "num" if _numeric_column(frame[c]) else "text" for c in columns}
-    head = "".join(f'<th class="{kinds[c]}">{html.escape(str(c))}</th>' for c in columns)
-    body = "".join("<tr>" + "".join(f'<td class="{kinds[c]}">{html.escape(cell_text(v))}</td>'
+    head = "".join(f'<th class="{kinds[c]}">{header_html(str(c))}</th>' for c in columns)
+    body = "".join("<tr>" + "".join(f'<td class="{kinds[c]}">{cell_html(cell_text(v))}</td>'
                                      for c, v in zip(columns, row)) + "</tr>"
                    for row in frame.itertuples(index=False))
+    keep = " keep" if len(frame) <= KEEP_ROWS else ""
+    table = f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
     return (f'<details class="per-seed"><summary>{html.escape(summary)}</summary>'
-            f'<table class="paper small"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></details>')
+            f'<table class="paper small">{table}</details>'
+            f'<div class="per-seed-print"><table class="paper small{keep}"><caption>{html.escape(summary)}.</caption>'
+            f"{table}</div>")
 
 
 _NUMERIC = re.compile(r"^[\s+\-−–±×%,.\d()\[\]e≈<>~]*$")

@@ -1,0 +1,166 @@
+"""The writeup printed to PDF by headless Chromium: A4 or Letter, the running title and page numbers on every page.
+
+    python -m attnlab.pipeline.report.pdf --html results/writeup/writeup.html \\
+        --out results/writeup/writeup.pdf --paper a4
+
+The page's own print stylesheet (attnlab.pipeline.report.style) lays out the
+text column; this module adds the page box: the paper size the config names
+(`writeup.paper`), the margins, the page's title at the top of every page and
+"page n of N" at its foot (CSS @page margin boxes, which Chromium prints since
+version 131). The HTML is printed from a copy beside it, so its relative links
+resolve as they do on screen, and the PDF is written whole: to a temporary file
+renamed into place once Chromium has finished. Without a browser, or when it
+prints nothing, the command stops with one line that says why and what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+PAPERS = {"a4": "A4", "letter": "letter"}  # the config's name -> CSS @page size
+PAPER_MM = {"a4": (210.0, 297.0), "letter": (215.9, 279.4)}  # width, height
+# Page margins in mm (top, right, bottom, left): the running title and the page number sit inside the top
+# and bottom ones. The text column left between the side margins is 180 mm on A4 and 186 mm on Letter,
+# wider than the figures' design width (attnlab.pipeline.figures.style.TEXT_WIDTH, 165 mm), so no figure
+# is scaled down.
+MARGINS_MM = (17.0, 15.0, 16.0, 15.0)
+MARGINS = " ".join(f"{m:g}mm" for m in MARGINS_MM)
+
+
+def text_area_mm(paper: str) -> tuple[float, float]:
+    """The width and height (mm) of a page of `paper` inside its margins, where the page's content goes."""
+    width, height = PAPER_MM[paper]
+    top, right, bottom, left = MARGINS_MM
+    return width - left - right, height - top - bottom
+BROWSER_ENV = "ATTNLAB_CHROMIUM"  # a Chromium or Chrome binary to print with, where none is on PATH
+BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+INSTALL = (f"install Chromium (Debian or Ubuntu: apt-get install chromium) or set {BROWSER_ENV} to a "
+           "Chromium or Chrome binary")
+TIMEOUT_S = 300
+
+
+class PrintError(RuntimeError):
+    """The PDF could not be printed; the message says why in one line."""
+
+
+def find_browser(environ=os.environ) -> str:
+    """The browser to print with: $ATTNLAB_CHROMIUM, else the first of BROWSERS on PATH."""
+    given = environ.get(BROWSER_ENV)
+    if given:
+        found = shutil.which(given)
+        if not found:
+            raise PrintError(f"{BROWSER_ENV}={given} is not an executable; {INSTALL}")
+        return found
+    for name in BROWSERS:
+        found = shutil.which(name, path=environ.get("PATH"))
+        if found:
+            return found
+    raise PrintError(f"no Chromium to print the writeup to PDF with (looked for {', '.join(BROWSERS)} on PATH): "
+                     f"{INSTALL}")
+
+
+def page_title(page: str) -> str:
+    """The HTML page's <title>, as plain text ('' when it has none)."""
+    match = re.search(r"<title>(.*?)</title>", page, re.S | re.I)
+    return " ".join(html.unescape(match.group(1)).split()) if match else ""
+
+
+def css_string(text: str) -> str:
+    """`text` as a CSS string literal."""
+    return '"' + re.sub(r'(["\\])', r"\\\1", text).replace("\n", " ") + '"'
+
+
+def page_style(paper: str, title: str) -> str:
+    """The @page rules the PDF is printed with: size, margins, running title, page n of N."""
+    if paper not in PAPERS:
+        raise PrintError(f"unknown paper size {paper!r}: use one of {', '.join(PAPERS)}")
+    margin_box = "font-family: sans-serif; font-size: 8pt; color: #555;"
+    head = f"@top-center {{ content: {css_string(title)}; {margin_box} }}" if title else ""
+    return (f"<style>@page {{ size: {PAPERS[paper]}; margin: {MARGINS}; {head} "
+            f'@bottom-center {{ content: "page " counter(page) " of " counter(pages); {margin_box} }} }}</style>')
+
+
+def with_page_style(page: str, paper: str) -> str:
+    """The page with its @page rules added at the end of its head (after every stylesheet it has)."""
+    style = page_style(paper, page_title(page))
+    at = page.lower().find("</head>")
+    return page[:at] + style + page[at:] if at >= 0 else style + page
+
+
+def print_pdf(html_path: Path, out: Path, paper: str = "a4", browser: str | None = None,
+              timeout: float = TIMEOUT_S) -> Path:
+    """Print `html_path` to `out` (written whole: a temporary file renamed into place)."""
+    html_path, out = Path(html_path), Path(out)
+    if not html_path.is_file():
+        raise PrintError(f"no page to print: {html_path} does not exist")
+    browser = browser or find_browser()
+    page = with_page_style(html_path.read_text(encoding="utf-8"), paper)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="attnlab-pdf-") as scratch:
+        # The copy sits beside the page, so that relative links mean what they mean on screen.
+        fd, copy = tempfile.mkstemp(prefix=f".{html_path.stem}.print.", suffix=".html", dir=html_path.parent)
+        fd_pdf, partial = tempfile.mkstemp(prefix=f".{out.name}.", suffix=".partial", dir=out.parent)
+        os.close(fd_pdf)
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(page)
+            command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                       "--no-first-run", "--no-default-browser-check", f"--user-data-dir={scratch}",
+                       "--no-pdf-header-footer", f"--print-to-pdf={partial}", Path(copy).resolve().as_uri()]
+            try:
+                result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
+            except subprocess.TimeoutExpired:
+                raise PrintError(f"{browser} did not finish printing {html_path} within {timeout:.0f} s") from None
+            with open(partial, "rb") as printed:
+                head = printed.read(5)
+            if result.returncode != 0 or head != b"%PDF-":
+                said = [line for line in (result.stderr or "").splitlines() if line.strip()]
+                raise PrintError(f"{browser} printed no PDF of {html_path} (exit {result.returncode})"
+                                 + (f": {said[-1].strip()}" if said else ""))
+            os.chmod(partial, 0o666 & ~_umask())  # a temporary file is private; the PDF is as any file made here
+            os.replace(partial, out)
+        finally:
+            for leftover in (copy, partial):
+                Path(leftover).unlink(missing_ok=True)
+    return out
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--html", type=Path, help="the page to print")
+    parser.add_argument("--out", type=Path, help="the PDF to write")
+    parser.add_argument("--paper", choices=sorted(PAPERS), default="a4", help="paper size (default a4)")
+    parser.add_argument("--timeout", type=float, default=TIMEOUT_S, help="seconds the browser may take")
+    parser.add_argument("--check", action="store_true",
+                        help="only check that a browser to print with is installed, and say which")
+    args = parser.parse_args(argv)
+    try:
+        if args.check:
+            print(f"printing with {find_browser()}")
+            return 0
+        if args.html is None or args.out is None:
+            parser.error("--html and --out are required (or --check)")
+        print_pdf(args.html, args.out, args.paper, timeout=args.timeout)
+    except PrintError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    print(f"wrote {args.out} ({args.paper})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,243 @@
+"""The printed writeup (results/writeup/writeup.pdf), read back page by page, and the command that prints it.
+
+On the smoke build's PDF (conftest's built_writeup: the shared smoke build, or
+$ATTNLAB_BROWSER_WORKSPACE): a page count in a sane range at the configured
+paper size; the running title and "page n of N" on every page; the cited
+posts' addresses in the text; every table's caption, the per-seed tables'
+included; and no page but the last less than a third full. A page's fill is
+how far down its text area the ink reaches: the page is rendered (pdftoppm)
+and the lowest row of dark pixels inside the margins, where the title and the
+page number are not, is measured against the area's height. Content flows
+from the top of every page, so that depth is how much of the page is used.
+
+The command: a missing browser stops it with one line that says how to install
+one, a browser that prints nothing leaves the old PDF in place and no
+temporary file behind, and a page prints at the size asked for.
+
+Skipped, with the reason, where Chromium (which prints) or poppler-utils
+(which read the PDF back) is not installed.
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from attnlab.core.config import load_config
+from attnlab.pipeline.published import published
+from attnlab.pipeline.report import pdf
+from conftest import BROWSER_WORKSPACE_ENV, REPO
+
+try:
+    BROWSER = pdf.find_browser()
+except pdf.PrintError:
+    BROWSER = None
+POPPLER = all(shutil.which(tool) for tool in ("pdfinfo", "pdftotext", "pdftoppm"))
+needs_browser = pytest.mark.skipif(BROWSER is None, reason="no Chromium to print with: apt-get install chromium")
+needs_poppler = pytest.mark.skipif(not POPPLER, reason="no pdfinfo/pdftotext/pdftoppm to read the PDF with: "
+                                                        "apt-get install poppler-utils")
+PDF = Path("results") / "writeup" / "writeup.pdf"
+HTML = Path("results") / "writeup" / "writeup.html"
+TITLE = "Does attention need the exponential?"
+MIN_FILL = 1 / 3  # every page but the last reaches at least this far down its text area
+FILL_DPI = 36
+INK = 200  # grey level (0 black, 255 white) below which a pixel is ink: text and lines, not table stripes
+
+
+def pdf_info(path: Path) -> dict[str, str]:
+    out = subprocess.run(["pdfinfo", str(path)], capture_output=True, text=True, check=True).stdout
+    return {key.strip(): value.strip() for key, _, value in (line.partition(":") for line in out.splitlines())}
+
+
+def page_texts(path: Path) -> list[str]:
+    """The text of each page, in reading order."""
+    out = subprocess.run(["pdftotext", "-enc", "UTF-8", str(path), "-"], capture_output=True, text=True,
+                         check=True).stdout
+    return out.split("\f")[:-1] if out.endswith("\f") else out.split("\f")
+
+
+def flat(text: str) -> str:
+    """Text with its line breaks and runs of spaces made one space (the PDF wraps where the page does)."""
+    return " ".join(text.replace("\u00a0", " ").split())
+
+
+def page_fills(path: Path, paper: str, tmp_path: Path) -> list[float]:
+    """Per page: how far down the text area (inside the margins) its ink reaches, from 0 (blank) to 1."""
+    subprocess.run(["pdftoppm", "-gray", "-r", str(FILL_DPI), str(path), str(tmp_path / "page")], check=True)
+    top, _, bottom, _ = pdf.MARGINS_MM
+    fills = []
+    for image in sorted(tmp_path.glob("page-*.pgm"), key=lambda p: int(p.stem.split("-")[-1])):
+        pixels = np.asarray(Image.open(image))
+        per_mm = pixels.shape[0] / pdf.PAPER_MM[paper][1]
+        area = pixels[int(round(top * per_mm)): pixels.shape[0] - int(round(bottom * per_mm))]
+        rows = np.flatnonzero((area < INK).any(axis=1))
+        fills.append((rows[-1] + 1) / area.shape[0] if rows.size else 0.0)
+    return fills
+
+
+def html_captions(page: str) -> list[str]:
+    """Every table caption of the HTML page as plain text ('Table 3. Trainable parameters per variant.')."""
+    found = re.findall(r"<caption>(.*?)</caption>", page, re.S)
+    return [flat(html.unescape(re.sub(r"<[^>]+>", "", caption))) for caption in found]
+
+
+# ---- the smoke build's PDF
+
+
+def paper_of(info: dict[str, str]) -> str | None:
+    """The paper a PDF's first page is (pdfinfo's size in points), or None for another size."""
+    width, height = (float(x) for x in re.findall(r"[\d.]+", info["Page size"])[:2])
+    for paper, (w, h) in pdf.PAPER_MM.items():
+        if abs(width - w / 25.4 * 72) < 1 and abs(height - h / 25.4 * 72) < 1:
+            return paper
+    return None
+
+
+@pytest.fixture(scope="module")
+def printed(built_writeup):
+    if BROWSER is None:
+        pytest.skip("no Chromium: the writeup rule cannot print (apt-get install chromium)")
+    if not POPPLER:
+        pytest.skip("no poppler-utils to read the PDF with (apt-get install poppler-utils)")
+    path = built_writeup / PDF
+    assert path.is_file(), f"the writeup rule wrote no {PDF}"
+    info = pdf_info(path)
+    return {"path": path, "html": (built_writeup / HTML).read_text(), "info": info, "paper": paper_of(info),
+            "pages": page_texts(path), "given": bool(os.environ.get(BROWSER_WORKSPACE_ENV))}
+
+
+@pytest.mark.slow
+def test_the_printed_writeup_has_a_sane_number_of_pages_of_the_configured_size(printed):
+    assert printed["paper"] in pdf.PAPERS, f"pages of {printed['info']['Page size']}: neither A4 nor Letter"
+    if not printed["given"]:  # the smoke build: config/smoke.yaml names no paper, so the schema's default
+        assert printed["paper"] == load_config(REPO / "config" / "smoke.yaml")["writeup"]["paper"] == "a4"
+    pages = int(printed["info"]["Pages"])
+    assert 10 <= pages <= 40, f"{pages} pages"
+    assert len(printed["pages"]) == pages
+
+
+@pytest.mark.slow
+def test_every_page_carries_the_running_title_and_its_number(printed):
+    total = len(printed["pages"])
+    for number, text in enumerate(printed["pages"], start=1):
+        assert TITLE in text, f"page {number} has no running title"
+        assert f"page {number} of {total}" in text, f"page {number} is not numbered"
+
+
+@pytest.mark.slow
+def test_the_paper_ends_with_its_provenance_whole_never_a_stranded_line(printed):
+    last = flat(printed["pages"][-1])
+    assert "Provenance" in last and "What the trained cells ran on" in last and "Version drift:" in last
+
+
+@pytest.mark.slow
+def test_the_cited_posts_print_their_addresses(printed):
+    urls = [source["url"] for source in published()["sources"].values() if source.get("url")
+            and source.get("cited", True)]
+    assert urls
+    text = "".join("".join(printed["pages"]).split())  # an address may wrap anywhere
+    for url in urls:
+        assert url in text, f"{url} is only a link target in the PDF, not printed"
+
+
+@pytest.mark.slow
+def test_every_table_caption_prints_the_per_seed_tables_included(printed):
+    captions = html_captions(printed["html"])
+    assert len(captions) >= 15
+    assert any(caption.startswith("Per seed (Table") for caption in captions), "the smoke build has per-seed tables"
+    # spaces aside: the PDF wraps a caption where the page does, and sets a space around inline code
+    text = "".join("".join(printed["pages"]).split())
+    missing = [caption for caption in captions if "".join(caption.split()) not in text]
+    assert not missing, f"captions not in the PDF: {missing}"
+
+
+@pytest.mark.slow
+def test_no_page_but_the_last_is_less_than_a_third_full(printed, tmp_path):
+    fills = page_fills(printed["path"], printed["paper"], tmp_path)
+    assert len(fills) == len(printed["pages"])
+    print("fill per page: " + " ".join(f"{i}:{fill:.2f}" for i, fill in enumerate(fills, start=1)))
+    sparse = [(i, round(fill, 2)) for i, fill in enumerate(fills[:-1], start=1) if fill < MIN_FILL]
+    assert not sparse, f"pages under a third full (page, fill): {sparse}"
+    assert fills[-1] > 0.02, "the last page is blank"
+
+
+# ---- the measurements themselves
+
+
+@needs_browser
+@needs_poppler
+def test_the_fill_measure_tells_a_near_empty_page_from_a_full_one(tmp_path):
+    lines = "".join(f"<p>line {i} of a page that fills its text area</p>" for i in range(60))
+    page = tmp_path / "two.html"
+    page.write_text(f"<html><head><title>t</title></head><body>{lines}"
+                    "<p style='break-before: page'>a lone line</p></body></html>")
+    out = pdf.print_pdf(page, tmp_path / "two.pdf", "a4")
+    fills = page_fills(out, "a4", tmp_path)
+    assert len(fills) >= 2 and fills[0] > 0.9 and fills[-1] < 0.1, fills
+
+
+# ---- the command
+
+
+def test_a_missing_browser_stops_the_print_with_one_line_naming_the_install(tmp_path):
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body>text</body></html>")
+    result = subprocess.run([sys.executable, "-m", "attnlab.pipeline.report.pdf", "--html", str(page),
+                             "--out", str(tmp_path / "page.pdf")], capture_output=True, text=True,
+                            env={"PATH": str(tmp_path), "PYTHONPATH": str(REPO / "src")})
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "apt-get install chromium" in lines[0], result.stderr
+    assert not (tmp_path / "page.pdf").exists()
+
+
+def test_a_browser_that_prints_nothing_leaves_the_old_pdf_and_no_temporary_file(tmp_path, monkeypatch):
+    fake = tmp_path / "bin" / "chromium"
+    fake.parent.mkdir()
+    fake.write_text("#!/bin/sh\necho 'cannot open display' >&2\nexit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv(pdf.BROWSER_ENV, str(fake))
+    folder = tmp_path / "writeup"
+    folder.mkdir()
+    (folder / "writeup.html").write_text("<html><head><title>t</title></head><body>text</body></html>")
+    (folder / "writeup.pdf").write_bytes(b"%PDF-1.4 the previous build's")
+    with pytest.raises(pdf.PrintError, match="printed no PDF.*exit 3.*cannot open display"):
+        pdf.print_pdf(folder / "writeup.html", folder / "writeup.pdf", "a4", browser=pdf.find_browser())
+    assert (folder / "writeup.pdf").read_bytes() == b"%PDF-1.4 the previous build's"
+    assert sorted(p.name for p in folder.iterdir()) == ["writeup.html", "writeup.pdf"]
+
+
+def test_the_page_rules_name_the_paper_the_title_and_the_page_numbers():
+    page = "<html><head><title>Does &quot;x&quot; hold?</title><style>p {}</style></head><body></body></html>"
+    styled = pdf.with_page_style(page, "letter")
+    assert styled.index("@page") > styled.index("p {}"), "the page rules come after the page's own styles"
+    assert "size: letter" in styled and 'content: "Does \\"x\\" hold?"' in styled
+    assert 'counter(page) " of " counter(pages)' in styled
+    with pytest.raises(pdf.PrintError, match="unknown paper size"):
+        pdf.page_style("a5", "t")
+
+
+@needs_browser
+@needs_poppler
+@pytest.mark.parametrize("paper", sorted(pdf.PAPERS))
+def test_a_page_prints_at_the_paper_size_asked_for_with_its_title_and_number(tmp_path, paper):
+    page = tmp_path / "page.html"
+    page.write_text(f"<html><head><title>{TITLE}</title></head><body>"
+                    '<p>See <a href="https://example.org/post">the post</a>.</p></body></html>')
+    out = pdf.print_pdf(page, tmp_path / "out" / "page.pdf", paper)
+    width, height = (float(x) for x in re.findall(r"[\d.]+", pdf_info(out)["Page size"])[:2])
+    assert (round(width / 72 * 25.4), round(height / 72 * 25.4)) == tuple(round(mm) for mm in pdf.PAPER_MM[paper])
+    (text,) = page_texts(out)
+    assert TITLE in text and "page 1 of 1" in text
+    assert sorted(p.name for p in out.parent.iterdir()) == ["page.pdf"]
+    assert out.stat().st_mode & 0o777 == (page.stat().st_mode & 0o777), "as readable as the page it prints"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "page.html"], "the print copy is removed"
