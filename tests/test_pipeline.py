@@ -103,7 +103,7 @@ BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module,expected_rule", [
-    ("pipeline/bundle_reader.py", "collect_tables"),
+    ("pipeline/plan/bundle_reader.py", "collect_tables"),
     ("pipeline/tables/contest.py", "collect_tables"),
     ("pipeline/figures/lr_sweep.py", "figure_lr_sweep"),
     ("pipeline/claims/kernel_post.py", "writeup"),

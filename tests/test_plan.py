@@ -108,19 +108,19 @@ def test_an_expectation_is_named_by_its_content(workspace):
     assert json.loads(longer.expectation_content(CONTEST, SWEEP))["slices"][str(paths.RUNS)]["train"]["steps"] == 80
 
 
-def test_write_expected_writes_the_named_content_and_refuses_another(workspace):
-    path = config_file(workspace)
-    plan = Plan(path, SRC)
+def test_the_expectations_are_written_once_and_keep_their_time_while_unchanged(workspace):
+    """The one write of the planning (the Snakefile makes it while it is read): the named content, once."""
+    plan = Plan(config_file(workspace), SRC)
+    plan.write_expectations()
     out = workspace / plan.expected_runs
-    done = run(["-m", "attnlab.pipeline.plan.write_expected", "--config", str(path), "--out", str(out)],
-               cwd=workspace, env={"PYTHONPATH": SRC})
-    assert done.returncode == 0, done.stderr
     assert out.read_text() == plan.expectation_content(CONTEST, SWEEP)
-    stale = out.with_name(f"{expectation.RUNS}-{'0' * expectation.DIGEST_CHARS}.json")
-    refused = run(["-m", "attnlab.pipeline.plan.write_expected", "--config", str(path), "--out", str(stale)],
-                  cwd=workspace, env={"PYTHONPATH": SRC})
-    assert refused.returncode == 2 and "changed while this build ran" in refused.stderr
-    assert not stale.exists()
+    written = out.stat().st_mtime_ns
+    again = Plan(config_file(workspace), SRC)
+    again.write_expectations()
+    assert again.expected_runs == plan.expected_runs and out.stat().st_mtime_ns == written
+    longer = Plan(config_file(workspace, train={"steps": 80}), SRC)
+    longer.write_expectations()
+    assert (workspace / longer.expected_runs).is_file() and longer.expected_runs != plan.expected_runs
 
 
 def test_auto_contest_lrs_come_from_the_select_lr_checkpoints(workspace):

@@ -2,20 +2,8 @@
 #
 # Collection compares each bundle's recorded config slice and code fingerprint with what this grid
 # expects for its cell. The expectation is a file named by the digest of its content, inside .snakemake/,
-# which write_expected makes: a changed expectation is a new file, so collection reruns and checks.
-
-
-rule write_expected:
-    output:
-        str(expectation.PATTERN),
-    localrule: True
-    params:
-        config=CONFIG_FILE,
-        code=PLAN.pipeline_code("attnlab.pipeline.plan.write_expected"),
-    message:
-        "Recording what the {wildcards.expectation} bundles must have been trained with"
-    shell:
-        "python -m attnlab.pipeline.plan.write_expected --config {params.config} --out {output}"
+# written while the Snakefile is read (common.smk; attnlab.pipeline.plan.expectation says why): a changed
+# expectation is a new file, newer than the tables, so collection reruns and checks.
 
 
 rule collect_tables:

@@ -45,8 +45,13 @@ try:
         argv=sys.argv,
     )
     PLAN = Plan(CONFIG_FILE, SRC, checkpoints)
+    PLAN.write_expectations()
 except ConfigError as err:
     raise WorkflowError(str(err)) from None
+except OSError as err:
+    raise WorkflowError(
+        f"cannot write {expectation.EXPECTED} ({err}); collection needs it: make the workspace " "writable"
+    ) from None
 config = PLAN.config
 export(PLAN, sys.argv)
 # On a GPU, training jobs claim the resource `gpu` (1 each): allow the card's share of them at once, unless the
@@ -61,8 +66,6 @@ wildcard_constraints:
     lr="[0-9][0-9.e+-]*",
     seed="[0-9]+",
     study="|".join(PLAN.studies) or "(?!)",
-    expectation="[a-z][a-z0-9_]*",
-    digest=expectation.DIGEST_PATTERN,
 
 
 onstart:

@@ -5,8 +5,9 @@ nothing else: a method that takes `wildcards` is an input, param or resource
 function, evaluated when Snakemake needs it. Contest LRs of 'auto' variants are
 read from the select_lr checkpoint through the `checkpoints` object Snakemake
 hands the Snakefile; every other value is known when the plan is built. Building
-a plan reads the config and stats the corpus; it writes nothing (the files
-collection compares bundles with are a rule's outputs, attnlab.pipeline.plan.expectation).
+a plan reads the config and stats the corpus and writes nothing; the Snakefile
+then writes the files collection compares bundles with (write_expectations,
+attnlab.pipeline.plan.expectation).
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ class Plan:
         self.drawn = [entry for entry in figure_catalog.FIGURES if entry.drawn_for(self.studies)]
         self.figures = [str(path) for entry in self.drawn for path in entry.output_paths().values()]
         self.captions = [str(entry.caption) for entry in self.drawn]
+        self._expected: dict[str, str] = {}  # expectation file -> its content
         self.expected_runs = self._expectation(expectation.RUNS, studies_mod.CONTEST, studies_mod.SWEEP)
         self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
         self.build_manifest = str(paths.table("build", "json"))
@@ -173,7 +175,16 @@ class Plan:
     # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
 
     def _expectation(self, name: str, *studies: str) -> str:
-        return str(expectation.path(name, self.expectation_content(*studies)))
+        content = self.expectation_content(*studies)
+        file = str(expectation.path(name, content))
+        self._expected[file] = content
+        return file
+
+    def write_expectations(self) -> None:
+        """Write every expectation file this plan names (attnlab.pipeline.plan.expectation says why the Snakefile
+        does so while it is read); an unchanged one keeps its file and its time."""
+        for file, content in self._expected.items():
+            expectation.write(file, content)
 
     def expectation_content(self, *studies: str) -> str:
         """{"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": the rule that trains them} of
