@@ -30,9 +30,9 @@ LENGTHS = (128, 256, 512, 1024, 2048)
 MIB = 2**20
 
 
-def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, grad: bool):
+def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, grad: bool, length: int):
     """(graphdef, params, fn): fn(params, q, k, v) is one attention call, or its loss and gradients."""
-    score = score_class(variant)(layers=1, heads=heads, d_head=d_head, rngs=nnx.Rngs(0))
+    score = score_class(variant)(layers=1, heads=heads, d_head=d_head, block_size=length, rngs=nnx.Rngs(0))
     graphdef, params = nnx.split(score)
 
     def attend(params, q, k, v):
@@ -49,7 +49,7 @@ def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, g
 def measure(variant: str, impl: str, length: int, batch: int, heads: int, kv_heads: int, d_head: int,
             block: int, grad: bool, repeats: int) -> tuple[float, float]:
     """(scratch MiB, best ms) of one compiled call."""
-    params, fn = attention_fn(variant, impl, heads, d_head, block, grad)
+    params, fn = attention_fn(variant, impl, heads, d_head, block, grad, length)
     keys = jax.random.split(jax.random.key(length), 3)
     q = jax.random.normal(keys[0], (batch, length, heads, d_head))
     k, v = (jnp.repeat(jax.random.normal(key, (batch, length, kv_heads, d_head)), heads // kv_heads, axis=2)

@@ -29,7 +29,7 @@ from flax import nnx
 from attnlab.core.config import load_config
 from attnlab.core.config_types import ModelConfig, model_config
 from attnlab.core.constants import TINYSHAKESPEARE_VOCAB
-from attnlab.core.variants import VARIANTS
+from attnlab.core.variants import BASELINE, VARIANTS
 from attnlab.training.flops import step_flops
 from attnlab.training.batches import TRAIN_STREAM, stream_offsets, train_offsets
 from attnlab.training.model import GPT
@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {name:8s} {variant:8s} {row['ms_per_step']:9.2f} ms/step  plain {row['plain_ms_per_step']:9.2f}"
                   f"  speedup {row['speedup']:.2f}x", flush=True)
     table = pd.DataFrame(rows)
-    softmax_ms = table[table.variant == "softmax"].set_index("config").ms_per_step
+    softmax_ms = table[table.variant == BASELINE].set_index("config").ms_per_step
     table["vs_softmax"] = [r.ms_per_step / softmax_ms.get(r.config, np.nan) for r in table.itertuples()]
     shown = table[["config", "variant", "ms_per_step", "tokens_per_s", "gflop_per_s", "matmul_fraction",
                    "plain_ms_per_step", "plain_matmul_fraction", "speedup", "vs_softmax", "offsets_fraction",

@@ -23,7 +23,7 @@ from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, VARIANTS
 from attnlab.pipeline.statistics import ONE_SEED
 from attnlab.training.attention import score_class
-from attnlab.training.attention.normalisers import Renormalised, window_softmax
+from attnlab.training.attention.normalisers import CROSSOVER, Renormalised, window_softmax
 from attnlab.training.model import GPT
 from attnlab.training.steps import evaluate, evaluate_normalised
 from conftest import REPO
@@ -34,7 +34,7 @@ LAYERS, HEADS, DHEAD = 2, 3, 8
 
 
 def make_score(variant, seed=0):
-    return score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, rngs=nnx.Rngs(seed))
+    return score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, block_size=16, rngs=nnx.Rngs(seed))
 
 
 def moved(score, seed=1):
@@ -182,7 +182,7 @@ def test_the_registry_names_each_kernel_variants_normaliser_and_twin():
         q, k = qk(1.0)
         score = make_score(variant)
         assert (score(q, k, 0).mass is not None) == (NORMALISERS[variant] == "kernel")
-        assert score.blockwise(q, k, 0).normaliser == NORMALISERS[variant]
+        assert score.normaliser is score.blockwise(q, k, 0).normaliser is CROSSOVER[NORMALISERS[variant]]
     assert set(NORMALISER_TWINS) == {"yat", "yat_b", "yat_exp", "yat_b_exp"} <= set(VARIANTS)
 
 

@@ -25,7 +25,7 @@ TOL = 1e-4  # float32: elementwise relative, and absolute relative to the array'
 
 def make_score(variant):
     """A score module with its learned parameters moved off their init, so their gradients matter."""
-    score = score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, rngs=nnx.Rngs(0))
+    score = score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, block_size=LENGTH, rngs=nnx.Rngs(0))
     rng = np.random.default_rng(1)
     for path, param in nnx.iter_graph(score):
         if isinstance(param, nnx.Param) and param[...].ndim > 0:

@@ -30,7 +30,7 @@ from conftest import REPO
 from results_folder import ladder_tables
 
 # The variants the project names; every figure tells them apart by marker as well as by colour.
-NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
+NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads", "sigmoid")
 TINY_STYLE = json.dumps({"dpi": 40, "gif_frames": 3, "map_layer": 9, "map_head": 9})
 
 

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 from attnlab.core.cell import at_least_one, checkpoint_root_problem
+from attnlab.core.variants import BASELINE
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -67,9 +68,9 @@ def print_params(cfg: dict) -> int:
     from attnlab.training.params import parameter_counts
 
     counts = parameter_counts(cfg)
-    base = counts.get("softmax")
+    base = counts.get(BASELINE)
     for variant, n in counts.items():
-        extra = f"  ({n - base:+,d} vs softmax)" if base is not None and variant != "softmax" else ""
+        extra = f"  ({n - base:+,d} vs {BASELINE})" if base is not None and variant != BASELINE else ""
         print(f"{variant:10s} {n:>12,d}{extra}")
     return 0
 

@@ -2,9 +2,10 @@
 
 JAX-free on purpose: the config check and the Snakefile need the valid names
 without loading a model. A new variant is one module under
-attnlab/training/attention/ plus one line in VARIANTS; a training cell's code
-fingerprint reads only its own line here, so adding a variant retrains nothing
-else (attnlab.core.fingerprint).
+attnlab/training/attention/ plus one line in VARIANTS, whatever its normaliser
+(the module carries it: attnlab.training.attention.base.Normaliser). A
+training cell's code fingerprint reads only its own line here, so adding a
+variant retrains nothing else (attnlab.core.fingerprint).
 """
 
 from __future__ import annotations
@@ -19,14 +20,16 @@ VARIANTS: dict[str, str] = {
     "yat_b_exp": "attnlab.training.attention.yat_b_exp:YatBiasExpScore",
     "softmax_t": "attnlab.training.attention.softmax_t:SoftmaxTemperatureScore",
     "a3_heads": "attnlab.training.attention.a3_heads:A3HeadsScore",
+    "sigmoid": "attnlab.training.attention.sigmoid:SigmoidScore",
 }
 
-KERNEL_VARIANTS = ("yat", "yat_b")  # variants whose weights are kappa / sum(kappa): they report a row mass
-SOFTMAX_KERNEL_VARIANTS = ("yat_exp", "yat_b_exp")  # the same kappa under a softmax: no row mass
+BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
 
 # The normaliser crossover (bundle field "normswap"): each kappa variant, the normaliser it trains
 # with, and its twin, the variant that computes the same kappa under the other normaliser (the same
-# parameters under the same names). "kernel" is kappa / sum(kappa), "softmax" a softmax over kappa.
+# parameters under the same names). "kernel" is kappa / sum(kappa), "softmax" a softmax over kappa: the
+# names of attnlab.training.attention.normalisers.CROSSOVER (the score modules themselves carry their normaliser;
+# these entries say only which kernel cells the crossover applies to, and under which name).
 NORMALISERS: dict[str, str] = {"yat": "kernel", "yat_b": "kernel", "yat_exp": "softmax", "yat_b_exp": "softmax"}
 NORMALISER_TWINS: dict[str, str] = {"yat": "yat_exp", "yat_exp": "yat", "yat_b": "yat_b_exp", "yat_b_exp": "yat_b"}
 

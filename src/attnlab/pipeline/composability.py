@@ -97,7 +97,7 @@ def composability_table(runs: pd.DataFrame, heads: int | None = None, drift: flo
     table = pd.DataFrame(rows, columns=COLUMNS[:-2])
     full = table.loc[table.groupby("variant").kv_heads.idxmax()].set_index("variant").dense_loss
     table["vs_full_kv"] = table.dense_loss / table.variant.map(full) - 1.0
-    soft = table[table.variant == "softmax"].set_index("kv_heads").dense_loss
+    soft = table[table.variant == contract.BASELINE].set_index("kv_heads").dense_loss
     table["cost_vs_softmax"] = table.dense_loss / table.kv_heads.map(soft) - 1.0
     order = {v: i for i, v in enumerate(dict.fromkeys(runs.variant))}
     table = table.sort_values(["variant", "kv_heads"], key=lambda s: s.map(order) if s.name == "variant" else -s)

@@ -16,10 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnlab.core.bundle_format import format_lr
+from attnlab.core import variants
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
 
-BASELINE = "softmax"  # every paired comparison (contest, best_lr, params, figures, prose) is against it
+# Every paired comparison (contest, best_lr, params, figures, prose) is against it; core names it, so the
+# trainer's command lines and the benchmarks can say it without reading the pipeline.
+BASELINE = variants.BASELINE
 # A³'s gate before training: sigmoid(b_g) with b_g = 3 (the trainer's constant, attnlab.core.constants).
 A3_GATE_INIT = A3_INIT_INVERSE_TEMPERATURE
 # The entropy telemetry's thresholds (attnlab.core.telemetry_stats, where the trainer summarises rows):

@@ -43,7 +43,7 @@ def dropout(x: jnp.ndarray, rate: float, key: jax.Array | None, masks: str = "bi
     round(rate * 2^16). The realised rate differs from the nominal one by at
     most 2^-17 and kept values are scaled by the realised keep probability, so
     the layer stays unbiased. "bernoulli" is the usual float-uniform mask (the
-    plain loop of attnlab.training.bench uses it).
+    plain loop of benchmarks/train_step.py uses it).
     """
     if key is None or rate == 0.0:
         return x
@@ -133,7 +133,8 @@ class GPT(nnx.Module):
         self.head = nnx.Linear(cfg.d_model, cfg.vocab_size, rngs=rngs)
         # Created last so the skeleton's initial weights do not depend on the variant.
         self.score = score_class(cfg.variant)(
-            layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head, rngs=rngs, a3_embed_dim=cfg.a3_embed_dim
+            layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head, block_size=cfg.block_size, rngs=rngs,
+            a3_embed_dim=cfg.a3_embed_dim,
         )
 
     def __call__(self, tokens: jnp.ndarray, dropout_key: jax.Array | None = None, probe: bool = False):

@@ -17,7 +17,8 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
     result = {
         "max_score": jnp.stack([o.scores.max() for o in outputs]),  # (L,)
         "correct": (logits.argmax(-1) == y),  # (B, T)
-        "entropy": jnp.stack([normalised_entropy(o.weights, visible, min_keys) for o in outputs]),  # (L,B,H,T)
+        "entropy": jnp.stack([normalised_entropy(row_distribution(o), visible, min_keys)
+                              for o in outputs]),  # (L,B,H,T)
     }
     if outputs[0].mass is not None:
         result["mass"] = jnp.stack([o.mass for o in outputs]).mean(axis=(0, 2))  # (B, T)
@@ -27,6 +28,11 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
         result["bias_sum"] = jnp.stack([o.bias.sum(axis=(0, 2)) for o in outputs])
         result["bias_sq"] = jnp.stack([(o.bias**2).sum(axis=(0, 2)) for o in outputs])
     return result
+
+
+def row_distribution(out) -> jnp.ndarray:
+    """The weights as distributions over keys: themselves, or renormalised where rows do not sum to 1 (sigmoid)."""
+    return out.weights if out.distribution is None else out.distribution
 
 
 def normalised_entropy(weights: jnp.ndarray, visible: jnp.ndarray, min_keys: int) -> jnp.ndarray:

@@ -32,9 +32,12 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import A3_GATE_BIAS_INIT
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, pairwise_dots
+from attnlab.training.attention.normalisers import SOFTMAX
 
 class A3Score(nnx.Module):
+    normaliser = SOFTMAX
+
     def __init__(
         self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, a3_embed_dim: int | None = None, **_
     ):
@@ -59,12 +62,7 @@ class A3Score(nnx.Module):
         logits = pairwise_dots(q, k) / math.sqrt(self.d_head)
         gate, bias = self._gate_and_bias(self._context(q, k, layer), layer)
         shaped = logits * gate[..., :, None] + bias[..., None, :]
-        return ScoreOutput(
-            weights=masked_softmax(shaped, mask),
-            scores=jnp.where(mask, shaped, -jnp.inf),
-            gate=gate,
-            bias=bias,
-        )
+        return self.normaliser.dense(shaped, mask)._replace(gate=gate, bias=bias)
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         length = q.shape[1]
@@ -79,7 +77,7 @@ class A3Score(nnx.Module):
             logits = pairwise_dots(q, k_block) / scale
             return logits * gate[..., :, None] + jnp.swapaxes(bias_block, 1, 2)[..., None, :]
 
-        return BlockScorer("softmax", scores, keyed=(bias,))
+        return BlockScorer(self.normaliser, scores, keyed=(bias,))
 
     def _gate_and_bias(self, context: jnp.ndarray, layer: int) -> tuple[jnp.ndarray, jnp.ndarray]:
         """context (B, H, T, C) -> gate (B, H, T) per query row, bias (B, H, T) per key position.

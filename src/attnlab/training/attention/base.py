@@ -1,8 +1,8 @@
-"""What every score function returns, and the causal-window helpers they share."""
+"""What every score function returns, how its scores become weights, and the causal-window helpers they share."""
 
 from __future__ import annotations
 
-from typing import Callable, Literal, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -13,13 +13,18 @@ from attnlab.core.constants import KERNEL_NORMALISER_EPS
 class ScoreOutput(NamedTuple):
     """Attention weights plus the telemetry a score function can offer.
 
-    weights: (B, H, T, T), each row a distribution over the causal window.
+    weights: (B, H, T, T), zero on masked (future) keys. Each row is a
+             distribution over the causal window, unless the normaliser does
+             not normalise rows (sigmoid): then see `distribution`.
     scores:  (B, H, T, T), the quantity whose maximum the telemetry reports
              (softmax's scaled logit, the kernel's kappa, A3's gated logit);
              masked entries hold -inf so a max ignores them.
     mass:    (B, H, T) kernel row mass sum_j kappa_ij, or None.
     gate:    (B, H, T) A3's per-row inverse temperature, or None.
     bias:    (B, H, T) A3's per-key additive bias, or None.
+    distribution: (B, H, T, T) each row of `weights` divided by its sum, where
+             the rows do not already sum to 1; what the row entropy is taken
+             of. None: the weights themselves are the distributions.
     """
 
     weights: jnp.ndarray
@@ -27,6 +32,49 @@ class ScoreOutput(NamedTuple):
     mass: jnp.ndarray | None = None
     gate: jnp.ndarray | None = None
     bias: jnp.ndarray | None = None
+    distribution: jnp.ndarray | None = None
+
+
+class Normaliser:
+    """How a score map becomes attention weights, over the whole window and key block by key block.
+
+    A score module names its normaliser in its `normaliser` attribute and
+    hands it its scores; the dense path (the module's __call__), the blockwise
+    path (attention.blockwise) and the normaliser crossover
+    (attention.normalisers.Renormalised) all take it from there. So a variant
+    with a normaliser of its own defines it in its own module: nothing else
+    lists the normalisers.
+
+    The blockwise path keeps, per query row, running statistics (start) and
+    the running sum of weight x value. For each key block the normaliser turns
+    the block's scores into weights and updates its statistics (block), possibly
+    asking for the running sum to be rescaled first; at the end it turns the
+    running sum into the output (finish).
+    """
+
+    name: str  # what bundles and the crossover call it
+
+    def dense(self, scores: jnp.ndarray, mask: jnp.ndarray) -> ScoreOutput:
+        """scores (B, H, T, T), mask (T, T) True where visible -> weights (masked keys exactly 0) and telemetry."""
+        raise NotImplementedError
+
+    def start(self, shape: tuple[int, ...], dtype) -> Any:
+        """The running statistics before the first key block; `shape` is (B, H, T)."""
+        raise NotImplementedError
+
+    def block(self, stats: Any, scores: jnp.ndarray, visible: jnp.ndarray) -> tuple[Any, jnp.ndarray,
+                                                                                    jnp.ndarray | None]:
+        """One key block: scores (B, H, T, Kb), visible (T, Kb) -> (stats, weights, rescale).
+
+        weights (B, H, T, Kb) are zero on keys not visible; rescale (B, H, T)
+        multiplies the running sum of weight x value before this block's is
+        added, or is None to leave it as it is.
+        """
+        raise NotImplementedError
+
+    def finish(self, stats: Any, acc: jnp.ndarray) -> jnp.ndarray:
+        """The output (B, H, T, D) from the running sum of weight x value, acc (B, H, T, D)."""
+        raise NotImplementedError
 
 
 class BlockScorer(NamedTuple):
@@ -37,20 +85,16 @@ class BlockScorer(NamedTuple):
     Queries stay whole; the keys are visited in blocks, and nothing of size
     T x T is built.
 
-    normaliser: "softmax": scores are logits, normalised by an online softmax
-                (running max and running sum of exponentials);
-                "kernel": scores are kappa >= 0, normalised as the dense
-                kernel_weights does, kappa / (sum kappa + 1e-9), from a
-                running sum of kappa and of kappa * v.
+    normaliser: the variant's Normaliser, the same one its dense path uses.
     scores:     scores(k_block, *keyed_blocks) -> (B, H, T, Kb), the scores of
                 every query against one block of keys (k_block (B, Kb, H, D)),
-                before the causal mask (the blockwise path applies it). Per-query
+                before the causal mask (the normaliser applies it). Per-query
                 quantities (A3's gate) are closed over.
     keyed:      arrays indexed by key position on axis 1, (B, S, ...), cut into
                 the same blocks as the keys and passed to scores (A3's per-key bias).
     """
 
-    normaliser: Literal["softmax", "kernel"]
+    normaliser: Normaliser
     scores: Callable[..., jnp.ndarray]
     keyed: tuple[jnp.ndarray, ...] = ()
 

@@ -2,27 +2,30 @@
 
 For every variant the attention output sum_j w_ij v_j is computed without
 building the T x T weights: a jax.lax.scan over key blocks of width Kb keeps,
-per query row,
-- "softmax" normaliser (softmax, A3): the running max m of the scores, the
-  running sum l of exp(s - m) and the running sum of exp(s - m) v, rescaled
-  by exp(m_old - m_new) whenever the max grows (the online softmax);
-- "kernel" normaliser (yat, yat_b): the running sum of kappa and of kappa v;
-  the output is sum(kappa v) / (sum kappa + 1e-9), the dense path's
-  kappa / (mass + 1e-9) (attention.base.kernel_weights) applied to v.
-What each variant scores is its own blockwise() method (attention.base.BlockScorer).
+per query row, the running statistics of the variant's normaliser
+(attention.base.Normaliser) and the running sum of w v. For example:
+- softmax (softmax, A3): the running max m of the scores, the running sum l of
+  exp(s - m) and the running sum of exp(s - m) v, rescaled by
+  exp(m_old - m_new) whenever the max grows (the online softmax);
+- the l1 kernel (yat, yat_b): the running sum of kappa and of kappa v; the
+  output is sum(kappa v) / (sum kappa + 1e-9), the dense path's
+  kappa / (mass + 1e-9) (attention.base.kernel_weights) applied to v;
+- sigmoid: no statistics at all, the weights need no normalising.
+What each variant scores and how it normalises is its own blockwise() method
+(attention.base.BlockScorer); this module names no normaliser.
 
 Queries stay whole, so every block is scored against all T queries and the
 causal mask is applied per block (about twice the score FLOPs of a
 causality-skipping kernel). A key block size that does not divide T is
 allowed: the keys are zero-padded to a whole number of blocks and the padding
-is never visible (key j >= T > i). The running max is held out of autodiff
-(the output does not depend on it), and the block body is rematerialised in
-the backward pass (jax.checkpoint), so autodiff through the scan keeps only
-the per-block carries (B, H, T, D), never a block's weights.
+is never visible (key j >= T > i). The softmax's running max is held out of
+autodiff (the output does not depend on it), and the block body is
+rematerialised in the backward pass (jax.checkpoint), so autodiff through the
+scan keeps only the per-block carries (B, H, T, D), never a block's weights.
 
-Dropout drops the same elements of the same normalised weights as the dense
-path: the mask of each block is the matching column slice of the dense
-path's (B, H, T, T) mask, drawn from the same key (masks.random_uint16_columns),
+Dropout drops the same elements of the same weights as the dense path: the
+mask of each block is the matching column slice of the dense path's
+(B, H, T, T) mask, drawn from the same key (masks.random_uint16_columns),
 so training with dropout is the dense training up to float rounding.
 """
 
@@ -31,7 +34,6 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 
-from attnlab.core.constants import KERNEL_NORMALISER_EPS
 from attnlab.training.attention.base import BlockScorer
 from attnlab.training.masks import bits16_keep, random_uint16_columns
 
@@ -54,42 +56,25 @@ def blockwise_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, scorer: 
 
     dropping = dropout_key is not None and dropout_rate > 0.0
     threshold, keep_scale = bits16_keep(dropout_rate) if dropping else (0, 1.0)
-    softmax = scorer.normaliser == "softmax"
-    if scorer.normaliser not in ("softmax", "kernel"):
-        raise ValueError(f"unknown normaliser {scorer.normaliser!r}; expected 'softmax' or 'kernel'")
+    normaliser = scorer.normaliser
     query_pos = jnp.arange(length)
 
     @jax.checkpoint
     def body(carry, xs):
-        peak, total, acc = carry
+        stats, acc = carry
         index, k_blk, v_blk, keyed = xs
         start = index * block
         visible = (start + jnp.arange(block))[None, :] <= query_pos[:, None]  # (T, Kb)
-        scores = scorer.scores(k_blk, *keyed)  # (B, H, T, Kb)
-        if softmax:
-            scores = jnp.where(visible, scores, -jnp.inf)
-            new_peak = jnp.maximum(peak, jax.lax.stop_gradient(scores.max(-1)))
-            rescale = jnp.exp(peak - new_peak)  # 0 at the first block (peak -inf), where acc and total are 0
-            weights = jnp.exp(scores - new_peak[..., None])
-            total = total * rescale + weights.sum(-1)
+        stats, weights, rescale = normaliser.block(stats, scorer.scores(k_blk, *keyed), visible)  # (B, H, T, Kb)
+        if rescale is not None:
             acc = acc * rescale[..., None]
-        else:
-            weights = jnp.where(visible, scores, 0.0)
-            new_peak = peak
-            total = total + weights.sum(-1)
         if dropping:
             bits = random_uint16_columns(dropout_key, (batch, heads, length, length), start, block)
             weights = jnp.where(bits >= threshold, weights * keep_scale, 0.0)
         acc = acc + jnp.einsum("bhtk,bkhd->bhtd", weights, v_blk)
-        return (new_peak, total, acc), None
+        return (stats, acc), None
 
-    init = (
-        jnp.full((batch, heads, length), -jnp.inf, q.dtype),
-        jnp.zeros((batch, heads, length), q.dtype),
-        jnp.zeros((batch, heads, length, d_head), q.dtype),
-    )
+    init = (normaliser.start((batch, heads, length), q.dtype), jnp.zeros((batch, heads, length, d_head), q.dtype))
     xs = (jnp.arange(n_blocks), blocks(k), blocks(v), tuple(blocks(a) for a in scorer.keyed))
-    (_, total, acc), _ = jax.lax.scan(body, init, xs)
-    if not softmax:
-        total = total + KERNEL_NORMALISER_EPS
-    return jnp.swapaxes(acc / total[..., None], 1, 2)
+    (stats, acc), _ = jax.lax.scan(body, init, xs)
+    return jnp.swapaxes(normaliser.finish(stats, acc), 1, 2)

@@ -20,10 +20,13 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import SOFTMAX_T_RAW_INIT
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, pairwise_dots
+from attnlab.training.attention.normalisers import SOFTMAX
 
 
 class SoftmaxTemperatureScore(nnx.Module):
+    normaliser = SOFTMAX
+
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         self.d_head = d_head
         # float32, not a weak type (see A3's b_g)
@@ -38,9 +41,7 @@ class SoftmaxTemperatureScore(nnx.Module):
         return beta * (pairwise_dots(q, k) / math.sqrt(self.d_head))
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        mask = causal_mask(q.shape[1])
-        logits = self._logits(q, k, layer)
-        return ScoreOutput(weights=masked_softmax(logits, mask), scores=jnp.where(mask, logits, -jnp.inf))
+        return self.normaliser.dense(self._logits(q, k, layer), causal_mask(q.shape[1]))
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer("softmax", lambda k_block: self._logits(q, k_block, layer))
+        return BlockScorer(self.normaliser, lambda k_block: self._logits(q, k_block, layer))

@@ -10,8 +10,9 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import YAT_FROZEN_EPS
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, pairwise_dots, squared_distance
-from attnlab.training.attention.normalisers import Normaliser, normalised_output
+from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, pairwise_dots, \
+    squared_distance
+from attnlab.training.attention.normalisers import KERNEL
 
 
 def yat_kernel(q, k, b, eps) -> tuple[jnp.ndarray, jnp.ndarray]:
@@ -26,14 +27,14 @@ class YatScore(nnx.Module):
 
     `normaliser` is the one thing yat_exp changes (attention.normalisers)."""
 
-    normaliser: Normaliser = "kernel"
+    normaliser: Normaliser = KERNEL
 
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         pass
 
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         kappa, _ = yat_kernel(q, k, 0.0, YAT_FROZEN_EPS)
-        return normalised_output(kappa, self.normaliser)
+        return self.normaliser.dense(kappa, causal_mask(q.shape[1]))
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         return BlockScorer(self.normaliser, lambda k_block: yat_kernel(q, k_block, 0.0, YAT_FROZEN_EPS)[0])

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from attnlab.training.attention.base import BlockScorer, ScoreOutput
-from attnlab.training.attention.normalisers import Normaliser, normalised_output
+from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask
+from attnlab.training.attention.normalisers import KERNEL
 from attnlab.training.attention.yat import yat_kernel
 
 
@@ -18,7 +18,7 @@ class YatBiasScore(nnx.Module):
     2 x layers x heads parameters. `normaliser` is the one thing yat_b_exp changes.
     """
 
-    normaliser: Normaliser = "kernel"
+    normaliser: Normaliser = KERNEL
 
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         self.b_raw = nnx.Param(jnp.zeros((layers, heads)))
@@ -36,7 +36,7 @@ class YatBiasScore(nnx.Module):
     def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
         b, eps = self._head_scalars(layer)
         kappa, _ = yat_kernel(q, k, b, eps)
-        return normalised_output(kappa, self.normaliser)
+        return self.normaliser.dense(kappa, causal_mask(q.shape[1]))
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         b, eps = self._head_scalars(layer)

@@ -12,10 +12,11 @@ Telemetry: the max score is kappa's; no row mass (see yat_exp).
 
 from __future__ import annotations
 
+from attnlab.training.attention.normalisers import KAPPA_SOFTMAX
 from attnlab.training.attention.yat_b import YatBiasScore
 
 
 class YatBiasExpScore(YatBiasScore):
     """yat_b's learned b and eps (scalars() reports them), softmax-normalised."""
 
-    normaliser = "softmax"
+    normaliser = KAPPA_SOFTMAX

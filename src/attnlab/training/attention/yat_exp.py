@@ -13,10 +13,11 @@ sum_j kappa_ij does not enter the weights, so there is no mass channel to rank
 
 from __future__ import annotations
 
+from attnlab.training.attention.normalisers import KAPPA_SOFTMAX
 from attnlab.training.attention.yat import YatScore
 
 
 class YatExpScore(YatScore):
     """yat's kappa (b = 0, eps = 1), softmax-normalised."""
 
-    normaliser = "softmax"
+    normaliser = KAPPA_SOFTMAX
