@@ -122,7 +122,9 @@ def test_every_named_variant_has_its_own_marker_and_colour():
     assert len(set(colors)) == len(NAMED_VARIANTS) and len(set(markers)) == len(NAMED_VARIANTS)
     assert set(NAMED_VARIANTS) <= set(VARIANT_MARKERS) and set(NAMED_VARIANTS) <= set(default_style()["colors"])
     okabe_ito = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
-    assert {c.upper() for c in colors} <= okabe_ito, "the defaults stay in the colour-blind-safe palette"
+    tol_wine = "#882255"  # the ninth variant's, from Paul Tol's colour-blind-safe muted scheme
+    assert {c.upper() for c in colors} <= okabe_ito | {tol_wine}, "the defaults stay in colour-blind-safe palettes"
+    assert len({c.upper() for c in colors} & okabe_ito) == len(okabe_ito), "Okabe-Ito's eight come first"
     assert variant_marker("unknown_variant", ["softmax", "unknown_variant"]) not in markers
 
 

@@ -245,7 +245,8 @@ def test_locks_are_removed_when_the_run_fails(tmp_path, tiny_cfg, corpus_path):
 def test_a_second_trainer_on_the_same_out_or_checkpoint_folder_is_refused_naming_the_first(ws, corpus_path, cache):
     out = stand_in_bundle(ws / "runs" / "cell")  # the victim: an earlier bundle of this cell
     ckpt = ws / "ckpt"
-    out_lock, ckpt_lock = ws / "runs" / ".cell.lock", cell_dir(ckpt, *CELL).parent / ".seed0.lock"
+    out_lock = ws / "runs" / ".cell.lock"
+    ckpt_lock = cell_dir(ckpt, CELL.variant, CELL.lr, CELL.seed).parent / ".seed0.lock"
     long = cell_slice(validate_config(tiny_config(train={"steps": 200_000})))
     first = start(trainer_args(long, out, corpus_path, "softmax", "0.003", 0, ckpt, "first", "--compile-cache", cache),
                   cwd=ws, log=ws / "first.log")
@@ -372,14 +373,15 @@ def test_attnlab_train_on_a_full_disk_says_so_in_one_line(ws, corpus_path, cache
     write_config(ws / "tiny.yaml", tiny_config(train={"checkpoint_every": 20}))
     out = stand_in_bundle(ws / "out")  # the victim: an earlier bundle of this cell
     ckpt = ws / "ckpt"
-    marker = str(cell_dir(ckpt, *CELL)) + "/" if where == "checkpoint" else f"/.{out.name}.partial-"
+    own = cell_dir(ckpt, CELL.variant, CELL.lr, CELL.seed)
+    marker = f"{own}/" if where == "checkpoint" else f"/.{out.name}.partial-"
     victim = tree(out)
     result = run(["-c", FULL_DISK_RUN, marker, *cli_train(ws / "tiny.yaml", out, corpus_path, cache,
                                                           "--checkpoint-dir", ckpt)], ws)
     refused(result, "the disk is full")
     errors = [line for line in result.stderr.splitlines() if line.strip()]
     assert len(errors) == 1 and errors[0].startswith("error: the disk is full"), result.stderr[-3000:]
-    named = cell_dir(ckpt, *CELL) if where == "checkpoint" else out
+    named = cell_dir(ckpt, CELL.variant, CELL.lr, CELL.seed) if where == "checkpoint" else out
     assert str(named) in errors[0]
     assert tree(out) == victim
     assert leftovers(ws) == [], "temporary folders or locks left behind"

@@ -43,7 +43,7 @@ FALLBACK_COLORS = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#56B4
 # One marker per variant, the same in every figure, so no picture relies on colour alone.
 VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp": "v", "yat_b_exp": "P",
                    "softmax_t": "X", "a3_heads": "*", "sigmoid": "p"}
-SPARE_MARKERS = ("h", "p", "<", ">", "d", "8")
+SPARE_MARKERS = ("h", "<", ">", "d", "8", "H")
 MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
 
 
