@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from pathlib import Path
 
 import orbax.checkpoint as ocp
@@ -24,6 +25,7 @@ from attnlab.training.folder_lock import FolderLock
 
 MARKER = ".attnlab-checkpoints"
 ROOT_MARKER = ".attnlab-checkpoint-root"
+ABANDON_WAIT_S = 10.0  # the longest a failed save's unfinished folders are waited for and removed
 TMP_SUFFIX = ".orbax-checkpoint-tmp"  # how Orbax names a checkpoint still being written: <step>.orbax-checkpoint-tmp*
 
 
@@ -120,8 +122,15 @@ class ResumeCheckpoints:
                 manager.close()
         except Exception:  # it raises the failed save's error again, which the caller reports
             pass
-        for partial in (self.directory / "orbax").glob(f"*{TMP_SUFFIX}*"):
-            shutil.rmtree(partial, ignore_errors=True)  # Orbax's own, inside this trainer's folder
+        # Orbax's own folders, inside this trainer's folder. A writer thread of the failed save may still make a
+        # folder in one just removed, so remove until none has appeared for a while (bounded).
+        quiet, deadline = 0, time.monotonic() + ABANDON_WAIT_S
+        while quiet < 3 and time.monotonic() < deadline:
+            partials = list((self.directory / "orbax").glob(f"*{TMP_SUFFIX}*"))
+            for partial in partials:
+                shutil.rmtree(partial, ignore_errors=True)
+            quiet = 0 if partials else quiet + 1
+            time.sleep(0.05)
 
     def clear(self) -> None:
         """Forget every checkpoint (they belong to another config or other code)."""
