@@ -30,7 +30,7 @@ from attnlab.core.config import load_config
 from attnlab.core.config_types import ModelConfig, model_config
 from attnlab.core.constants import TINYSHAKESPEARE_VOCAB
 from attnlab.core.variants import BASELINE, VARIANTS
-from attnlab.training.flops import step_flops
+from attnlab.training.flops import matmul_rate, step_flops
 from attnlab.training.batches import TRAIN_STREAM, stream_offsets, train_offsets
 from attnlab.training.model import GPT
 from attnlab.training.steps import dropout_key, make_optimizer, train_chunk, train_step
@@ -40,20 +40,6 @@ CONFIGS = ("smoke", "default", "paper")
 TIMED_STEPS = {"smoke": (200, 3), "default": (50, 3), "paper": (3, 2)}  # (steps, repeats)
 QUICK_STEPS = {"smoke": (100, 2), "default": (20, 2), "paper": (1, 2)}
 VOCAB = TINYSHAKESPEARE_VOCAB
-
-
-def matmul_rate(n: int = 1024, repeats: int = 10) -> float:
-    """Measured fp32 GEMM rate of this device, GFLOP/s."""
-    a = jax.random.normal(jax.random.key(0), (n, n), jnp.float32)
-    b = jax.random.normal(jax.random.key(1), (n, n), jnp.float32)
-    mm = jax.jit(lambda a, b: a @ b)
-    mm(a, b).block_until_ready()
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        mm(a, b).block_until_ready()
-        best = min(best, time.perf_counter() - start)
-    return 2 * n**3 / best / 1e9
 
 
 def setup(mcfg: ModelConfig, lr: float = 1e-3, seed: int = 0):
