@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import shutil
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -74,3 +76,67 @@ def test_a_pack_refuses_a_cell_given_twice(pack_cfg, tmp_path):
     result = run(["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", "softmax",
                   "--cell", "0.003,0", "--cell", "0.003,0", "--corpus", corpus, "--out-root", tmp_path / "pack"])
     assert result.returncode == 2 and "given twice" in result.stderr and not (tmp_path / "pack").exists()
+
+
+FINGERPRINT = "a" * 16
+
+
+def bundle_bytes(folder) -> dict:
+    return {p.relative_to(folder): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_pack_run_again_leaves_its_current_bundles_and_retrains_what_other_code_made(pack_cfg, tmp_path):
+    """A pack's job reruns when it gains a cell; only the cell without a current bundle trains."""
+    from attnlab.core.cell_key import CellKey
+    from attnlab.training.current import current_bundle
+    from attnlab.training.pack import run_pack
+
+    cfg, corpus = pack_cfg
+    root, quiet = tmp_path / "pack", (lambda *_: None)
+    keys = [CellKey.of("softmax", 3e-3, seed) for seed in (0, 1)]
+    run_pack(cfg, keys[:1], corpus, root, code_fingerprint=FINGERPRINT, log=quiet)
+    first = cell_dir(root, "softmax", 0.003, 0)
+    before = bundle_bytes(first)
+    shutil.copytree(first, tmp_path / "original")
+    assert current_bundle(first, cfg, keys[0], FINGERPRINT)
+    done = run_pack(cfg, keys, corpus, root, code_fingerprint=FINGERPRINT, log=quiet)
+    assert [summary["seed"] for summary, _ in done] == [1]
+    assert bundle_bytes(first) == before
+    # another config, another cell, other code, or a bundle changed since: not current
+    longer = dict(cfg, train=dict(cfg["train"], steps=30))
+    assert not current_bundle(first, longer, keys[0], FINGERPRINT)
+    assert not current_bundle(first, cfg, keys[1], FINGERPRINT)
+    assert not current_bundle(first, cfg, keys[0], "b" * 16)
+    edited = Path(shutil.copytree(first, tmp_path / "edited"))
+    (edited / "curve.csv").write_text((edited / "curve.csv").read_text() + "\n")
+    assert current_bundle(tmp_path / "edited", cfg, keys[0], FINGERPRINT) is False
+    done = run_pack(cfg, keys[:1], corpus, root, code_fingerprint="b" * 16, log=quiet)  # other code: retrained
+    assert [summary["seed"] for summary, _ in done] == [0]
+    assert json.loads((first / "bundle.json").read_text())["provenance"]["code_fingerprint"] == "b" * 16
+    assert same_cell(first, tmp_path / "original") == []  # the same numbers: only the code's name changed
+
+
+def test_a_failed_pack_puts_back_the_cells_it_had_finished(pack_cfg, tmp_path):
+    """Snakemake removes a failed job's new outputs; the pack's next run puts the finished cell back, untrained."""
+    from attnlab.core.cell_key import CellKey
+    from attnlab.core.errors import ConfigError
+    from attnlab.training import finished
+    from attnlab.training.pack import run_pack
+
+    cfg, corpus = pack_cfg
+    root, checkpoints, quiet = tmp_path / "pack", tmp_path / "checkpoints", (lambda *_: None)
+    keys = [CellKey.of("yat_b", 3e-3, seed) for seed in (0, 1)]
+    blocked = cell_dir(root, "yat_b", 0.003, 1)
+    blocked.mkdir(parents=True)
+    (blocked / "notes.txt").write_text("not the trainer's")  # the second cell refuses this folder
+    with pytest.raises(ConfigError, match="already exists"):
+        run_pack(cfg, keys, corpus, root, checkpoint_dir=checkpoints, code_fingerprint=FINGERPRINT, log=quiet)
+    first = cell_dir(root, "yat_b", 0.003, 0)
+    trained = bundle_bytes(first)
+    assert finished.kept_path(checkpoints, keys[0]).is_dir()
+    shutil.rmtree(first)  # what Snakemake does with the outputs a failed job made
+    shutil.rmtree(blocked)
+    done = run_pack(cfg, keys, corpus, root, checkpoint_dir=checkpoints, code_fingerprint=FINGERPRINT, log=quiet)
+    assert [summary["seed"] for summary, _ in done] == [1]
+    assert bundle_bytes(first) == trained
+    assert not (checkpoints / finished.FINISHED).exists()  # the pack ended well: nothing kept

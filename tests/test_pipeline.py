@@ -6,6 +6,7 @@ import ast
 import json
 import re
 import shlex
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -16,7 +17,7 @@ import yaml
 from attnlab.pipeline.plan import build_manifest
 from conftest import REPO
 from processes import run, snakemake
-from workspace import edited, make_workspace, plan, planned_cells
+from workspace import edited, make_workspace, plan, planned_cells, training_outputs
 
 
 @pytest.fixture
@@ -112,7 +113,7 @@ BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
 def test_a_pipeline_side_edit_retrains_nothing(built, corpus_path, module, expected_rule):
     with edited(built / "src" / "attnlab" / module, BEHAVIOUR_EDIT):
         planned = plan(built, corpus=corpus_path)
-    assert "train_cell" not in planned, planned.keys()
+    assert not training_outputs(planned), planned.keys()
     if expected_rule:
         assert expected_rule in planned
     if module.endswith("lr_sweep.py"):
@@ -129,7 +130,7 @@ def test_rewording_a_config_error_message_retrains_nothing(built, corpus_path):
         planned = plan(built, corpus=corpus_path)
     finally:
         path.write_text(text)
-    assert "train_cell" not in planned, planned.keys()
+    assert not training_outputs(planned), planned.keys()
 
 
 @pytest.mark.slow
@@ -159,8 +160,10 @@ def test_a_variant_edit_retrains_only_that_variants_cells(built, corpus_path, va
 
 @pytest.mark.slow
 def test_raising_memory_or_threads_plans_nothing(built, corpus_path):
+    pack = "train_pack_0_softmax"  # the smoke build trains in packs, one rule each
+    assert (built / "results" / "logs" / "train" / "runs" / "softmax" / f"{pack}.log").is_file()
     result = snakemake(built, "--summary", "--configfile", "config/smoke.yaml", "--set-resources",
-                       "train_cell:mem_mb=9000", "--set-threads", "train_cell=2", corpus=corpus_path)
+                       f"{pack}:mem_mb=9000", "--set-threads", f"{pack}=2", corpus=corpus_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "update pending" not in result.stdout
 
@@ -171,7 +174,7 @@ def test_editing_a_figure_setting_trains_nothing(built, corpus_path):
     cfg.setdefault("figures", {})["dpi"] = 81
     (built / "config" / "restyled.yaml").write_text(yaml.safe_dump(cfg))
     planned = plan(built, "config/restyled.yaml", corpus=corpus_path)
-    assert "train_cell" not in planned and "collect_tables" not in planned, planned.keys()
+    assert not training_outputs(planned) and "collect_tables" not in planned, planned.keys()
     assert "figure_loss_curves" in planned and "writeup" in planned
 
 
@@ -233,7 +236,7 @@ def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):
     # 8 variants x 4 sweep LRs at seed 0, plus seeds 1, 2 of the five fixed-LR variants;
     # the other seeds of a3, softmax_t and a3_heads appear once their sweeps have picked their LRs.
     # The plan shows the first 'auto' variant's select_lr (a3); the others' are planned as each resolves.
-    assert len(planned["train_cell"]) == 32 + 5 * 2
+    assert len(training_outputs(planned)) == 32 + 5 * 2
     assert planned["select_lr"] == {"results/selected_lr/a3.json"}
 
 
@@ -263,6 +266,14 @@ def planned_train_commands(ws: Path, configfile: str, corpus: Path) -> dict[str,
     return commands
 
 
+def one_cell_per_job(ws: Path, name: str) -> str:
+    """The config `name` with execution.pack_size 1 (train_cell), under the workspace's config/."""
+    cfg = yaml.safe_load((ws / "config" / f"{name}.yaml").read_text())
+    cfg.setdefault("execution", {})["pack_size"] = 1
+    (ws / "config" / f"{name}-cells.yaml").write_text(yaml.safe_dump(cfg))
+    return f"config/{name}-cells.yaml"
+
+
 @pytest.mark.parametrize("name", ["smoke", "default"])
 def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_path, name):
     """Each cell's command (its config slice, folder, LR text, checkpoint root and the command itself) is the
@@ -273,5 +284,48 @@ def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_pa
     expected = {out: recorded["command"].format(variant=variant, lr=lr, seed=seed, out=out, cell=cell,
                                                 code="{code}", log="{log}")
                 for out, variant, lr, seed in recorded["cells"]}
-    planned = planned_train_commands(make_workspace(tmp_path), f"config/{name}.yaml", corpus_path)
+    ws = make_workspace(tmp_path)
+    planned = planned_train_commands(ws, one_cell_per_job(ws, name), corpus_path)
     assert {out: command for out, command in planned.items() if out.startswith("results/runs/")} == expected
+
+
+PACK_COMMAND = re.compile(r"--cell-config (\S+) --variant (\w+) ((?:--cell \S+ )+)--corpus \S+ --out-root (\S+) "
+                          r".*--checkpoint-dir (\S+) ")
+
+
+@pytest.mark.parametrize("name", ["smoke", "default"])
+def test_packs_train_the_recorded_cells_with_the_recorded_slices_and_folders(tmp_path, corpus_path, name):
+    """In packs (the default) every recorded cell is trained with the same config slice, into the same folder,
+    with the same checkpoint root, as one cell per job: packing them retrains nothing built either way."""
+    recorded = json.loads((REPO / "tests" / "expected" / "train_commands.json").read_text())[name]
+    result = snakemake(make_workspace(tmp_path), "-n", "-p", "--configfile", f"config/{name}.yaml", corpus=corpus_path)
+    assert result.returncode == 0, result.stderr[-3000:]
+    cells = {}
+    for line in (result.stdout + result.stderr).splitlines():
+        if "python -m attnlab.training.pack" in line:
+            config, variant, listed, root, checkpoints = PACK_COMMAND.search(line).groups()
+            assert json.loads(shlex.split(config)[0]) == recorded["cell_config"]
+            assert checkpoints == "results/checkpoints"
+            for lr, seed in (word.split(",") for word in listed.split() if word != "--cell"):
+                cells[f"{root}/{variant}/lr{lr}/seed{seed}"] = (variant, lr, int(seed))
+    assert cells == {out: (variant, lr, seed) for out, variant, lr, seed in recorded["cells"]}
+
+
+@pytest.mark.slow
+def test_a_new_contest_seed_trains_that_seed_alone_in_its_pack(smoke_workspace, corpus_path, tmp_path):
+    """The pack that gains the seed runs again; its trainer leaves every current bundle byte for byte as it was."""
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
+    cfg["contest"]["seeds"] = [0, 1, 2]
+    (ws / "config" / "seeds.yaml").write_text(yaml.safe_dump(cfg))
+    results = ws / "results"
+    before = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
+    assert len(before) == 20
+    result = snakemake(ws, "--cores", "2", "--configfile", "config/seeds.yaml", corpus=corpus_path)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    after = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
+    assert {p: after[p] for p in before} == before
+    assert {p.parent.name for p in set(after) - set(before)} == {"seed2"} and len(after) == 28
+    logs = "".join(p.read_text() for p in (results / "logs" / "train").glob("**/train_pack_*.log"))
+    # every cell of the packs that gained a seed, so all but a3's two sweep cells (their pack gains none)
+    assert logs.count("is current (this config, cell and code); left as it is") == 20 - 2

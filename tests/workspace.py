@@ -49,11 +49,18 @@ def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | 
     return planned
 
 
+def training_outputs(planned: dict[str, set[str]]) -> set[str]:
+    """The bundle folders of every training job a plan would run: train_cell's, or every pack rule's (a pack's
+    job lists all its cells, the current ones included, which its trainer then leaves as they are)."""
+    return {path for rule, outputs in planned.items() if rule == "train_cell" or rule.startswith("train_pack_")
+            for path in outputs}
+
+
 def planned_cells(planned: dict[str, set[str]], place: str = "runs") -> set[tuple[str, str, str]]:
     """(variant, lr, seed) of every training cell a plan would retrain under results/<place> (the contest and
     the sweep's folder by default; a study's point is studies/<study>/<axis values>)."""
     cells = set()
-    for path in planned.get("train_cell", ()):
+    for path in training_outputs(planned):
         match = re.search(r"results/(.+)/(\w+)/lr([0-9.e+-]+)/seed(\d+)", path)
         if match.group(1) == place:
             cells.add(match.groups()[1:])
@@ -73,8 +80,3 @@ class edited:
 
     def __exit__(self, *exc):
         self.path.write_text(self.original)
-
-
-def planned_training(output: str) -> list[tuple[str, str, str]]:
-    """(variant, lr, seed) of each training job a dry run's log announces (its rule message)."""
-    return re.findall(r"Training (\w+) lr=([0-9.e+-]+) seed=(\d+)", output)

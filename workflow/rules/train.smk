@@ -1,33 +1,72 @@
-# The one rule that trains: every cell of every study, into paths.CELL_PATTERN (<place> is runs for the
+# The rules that train: every cell of every study, into paths.CELL_PATTERN (<place> is runs for the
 # contest and the sweep, studies/<study>/<axis values> for the config's own studies, as paths.place says).
-# Its params are the cell's identity: the config slice of its folder and the code it runs.
+# Their params are the cells' identity: the config slice of their folder and the code they run.
+#
+# With execution.pack_size above 1 (the default), one rule per pack of cells (attnlab.pipeline.plan.packs):
+# its outputs are the pack's bundles, flagged `update` so Snakemake keeps the finished ones when the pack runs
+# again, and the trainer leaves every bundle that is already current as it is. With 1, train_cell: one cell
+# per job.
 
 
-rule train_cell:
-    input:
-        corpus=paths.CORPUS,
-    output:
-        bundle=directory(str(paths.CELL_PATTERN)),
-    log:
-        str(paths.TRAIN_LOG_PATTERN),
-    threads: 1
-    resources:
-        mem_mb=PLAN.train_mem_mb,
-        gpu=PLAN.train_gpu,
-    params:
-        cell=PLAN.cell_config,
-        code=PLAN.training_code,
-        checkpoints=PLAN.checkpoint_root,
-        cache=paths.COMPILE_CACHE,
-    message:
-        f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
-        f"in {paths.RESULTS}/{{wildcards.place}}"
-    shell:
-        # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
-        "set -o pipefail; python -m attnlab.training.train --cell-config {params.cell} --variant {wildcards.variant} "
-        "--lr {wildcards.lr} --seed {wildcards.seed} --corpus {input.corpus} --out {output.bundle} "
-        "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} --compile-cache {params.cache} "
-        "--threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
+if PLAN.packs:
+    for pack in PLAN.packs:
+
+        rule:
+            name:
+                pack.rule
+            input:
+                corpus=ancient(str(paths.CORPUS)),
+            output:
+                bundles=[update(directory(bundle)) for bundle in pack.outputs()],
+            log:
+                pack.log(),
+            threads: 1
+            resources:
+                mem_mb=PLAN.pack_mem_mb(pack),
+                gpu=PLAN.train_gpu(),
+            params:
+                cell=PLAN.pack_config(pack),
+                code=PLAN.pack_code(pack),
+                cells=pack.cell_arguments,
+                variant=pack.variant,
+                root=str(paths.RESULTS / pack.place),
+                checkpoints=PLAN.pack_checkpoints(pack),
+                cache=paths.COMPILE_CACHE,
+            message:
+                f"Training the pack {pack.describe()}"
+            shell:
+                "set -o pipefail; python -m attnlab.training.pack --cell-config {params.cell} "
+                "--variant {params.variant} {params.cells} --corpus {input.corpus} --out-root {params.root} "
+                "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} "
+                "--compile-cache {params.cache} --threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
+
+else:
+
+    rule train_cell:
+        input:
+            corpus=paths.CORPUS,
+        output:
+            bundle=directory(str(paths.CELL_PATTERN)),
+        log:
+            str(paths.TRAIN_LOG_PATTERN),
+        threads: 1
+        resources:
+            mem_mb=PLAN.train_mem_mb,
+            gpu=PLAN.train_gpu,
+        params:
+            cell=PLAN.cell_config,
+            code=PLAN.training_code,
+            checkpoints=PLAN.checkpoint_root,
+            cache=paths.COMPILE_CACHE,
+        message:
+            f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
+            f"in {paths.RESULTS}/{{wildcards.place}}"
+        shell:
+            # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
+            "set -o pipefail; python -m attnlab.training.train --cell-config {params.cell} --variant {wildcards.variant} "
+            "--lr {wildcards.lr} --seed {wildcards.seed} --corpus {input.corpus} --out {output.bundle} "
+            "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} --compile-cache {params.cache} "
+            "--threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
 
 
 checkpoint select_lr:

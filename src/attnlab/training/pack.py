@@ -8,14 +8,18 @@ the programs it has compiled (the training chunk, the evaluations, the probe), w
 small cell's wall time (benchmarks/throughput.py prints the split).
 
 A pack is an execution choice, never part of a cell's identity: the config slice, variant, LR and seed are
-the cell's, and a pack may hold any of them. The Snakemake workflow trains one cell per job; a pack is for
-running many cells of a study by hand on one machine.
+the cell's, and a pack may hold any of them. The Snakemake workflow runs one pack per job
+(attnlab.pipeline.plan.packs). A cell whose bundle is already current (attnlab.training.current) is left as
+it is, so a pack that runs again because it gained a cell trains that cell alone. With --checkpoint-dir,
+each finished cell's bundle is also kept there until the whole pack has ended (attnlab.training.finished),
+so a failed pack's next run trains only the cells it had not finished.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -25,23 +29,40 @@ from attnlab.core.cell_key import CellKey
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
+from attnlab.training import finished
+from attnlab.training.current import current_bundle
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.phases import Phases
-from attnlab.training.runtime import configure_runtime
+from attnlab.training.runtime import configure_runtime, exit_with_parent
 from attnlab.training.train import run_cell
 
 
 def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, checkpoint_dir: Path | None = None,
              code_fingerprint: str = "unrecorded", log=print) -> list[tuple[dict, Phases]]:
-    """Train each cell in turn; returns each one's bundle summary and where its wall time went."""
-    done = []
+    """Train each cell in turn that has no current bundle yet; returns the summary of each cell trained (or put
+    back) here and where its wall time went."""
+    done, started = [], False
     for i, key in enumerate(keys):
-        phases = Phases() if i == 0 else Phases(start_up=0.0)
+        out = cell_dir(Path(out_root), key.variant, key.lr, key.seed)
+        kept = finished.kept_path(checkpoint_dir, key) if checkpoint_dir is not None else None
+        if current_bundle(out, cfg, key, code_fingerprint):
+            log(f"{key.label()}: its bundle {out} is current (this config, cell and code); left as it is")
+            continue
+        if kept is not None and not os.path.lexists(out) and current_bundle(kept, cfg, key, code_fingerprint):
+            finished.restore(kept, out)
+            log(f"{key.label()}: put back the bundle it finished in an earlier run of this pack, from {kept}")
+            continue
+        phases = Phases() if not started else Phases(start_up=0.0)
+        started = True
         pack = {"index": i, "size": len(keys), "cells": [k.label() for k in keys]}
-        summary = run_cell(cfg, key, corpus_path, cell_dir(Path(out_root), key.variant, key.lr, key.seed),
-                           checkpoint_dir=checkpoint_dir, code_fingerprint=code_fingerprint, log=log,
-                           phases=phases, pack=pack)
+        summary = run_cell(cfg, key, corpus_path, out, checkpoint_dir=checkpoint_dir,
+                           code_fingerprint=code_fingerprint, log=log, phases=phases, pack=pack)
+        if kept is not None:
+            finished.keep(out, kept)
         done.append((summary, phases))
+    if checkpoint_dir is not None:  # the pack ended well: Snakemake keeps every bundle now
+        for key in keys:
+            finished.forget(finished.kept_path(checkpoint_dir, key))
     return done
 
 
@@ -64,10 +85,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-fingerprint", default="unrecorded")
     parser.add_argument("--compile-cache", type=Path, default=None)
     parser.add_argument("--threads", type=at_least_one("threads"), default=1)
+    parser.add_argument("--watch-pid", type=int, default=None,
+                        help="exit when this process (the Snakemake that started the job) is gone")
     args = parser.parse_args(argv)
     if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
         parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
     configure_runtime(args.threads, args.compile_cache)
+    if args.watch_pid:
+        exit_with_parent(args.watch_pid)
     try:
         keys = [check_cell(args.variant, lr, seed) for lr, seed in args.cell]
         if len(set(keys)) != len(keys):

@@ -26,7 +26,7 @@ from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
 from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import device, expectation, paths
+from attnlab.pipeline.plan import device, expectation, packs, paths
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
@@ -54,6 +54,10 @@ class Plan:
         self.config = load_config(self.config_file)
         self.grid = Grid(self.config)  # the cells whose LR is known before any training
         check_corpus_room(self.grid, local_corpus(self.config, paths.CORPUS))
+        # Training jobs: one per pack of cells (attnlab.pipeline.plan.packs), or the one rule train_cell per cell.
+        self.pack_size = self.config["execution"]["pack_size"]
+        self.packs = packs.partition(Grid(self.config, packs.pending_lrs(self.config)).trained(), self.pack_size) \
+            if self.pack_size > 1 else []
         self.studies = self.grid.names()
         self.ladder = LADDER in self.studies
         self.composability = COMPOSABILITY in self.studies
@@ -167,10 +171,23 @@ class Plan:
     def train_mem_mb(self, wildcards, attempt=1) -> int:
         """Declared memory of one training job, scaled from its model (measured peaks: smoke 0.77 GB, default
         0.88 GB, paper 2.94 GB on CPU). Override in a profile: set-resources train_cell:mem_mb=N."""
-        sliced = self.cell_slice(wildcards)
-        m, t = sliced["model"], sliced["train"]
-        attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
-        return int(1000 + 24 * attention_bytes / 2**20) * attempt
+        return folder_mem_mb(self.cell_slice(wildcards), attempt)
+
+    # ---- packs of cells (one rule each, attnlab.pipeline.plan.packs)
+
+    def pack_config(self, pack: packs.Pack) -> str:
+        """The config slice the pack's cells share (a param: editing it reruns the pack)."""
+        return quoted(self.grid.slice_at(pack.place))
+
+    def pack_code(self, pack: packs.Pack) -> str:
+        return code.training_fingerprint(pack.variant, src=self.src)
+
+    def pack_mem_mb(self, pack: packs.Pack) -> int:
+        """A sequential pack holds one cell's state at a time: one cell's memory."""
+        return folder_mem_mb(self.grid.slice_at(pack.place))
+
+    def pack_checkpoints(self, pack: packs.Pack) -> Path:
+        return paths.checkpoint_root(pack.place)
 
     # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
 
@@ -193,7 +210,9 @@ class Plan:
         slices = {}
         for study in studies:
             slices.update({str(paths.RESULTS / place): sliced for place, sliced in self.grid.slices(study).items()})
-        return to_json({"code": code_of, "slices": slices, "rule": TRAIN_RULE}) + "\n"
+        # The fix a stale bundle's message names: --forcerun train_cell, or with packs the stale folders themselves.
+        rule = TRAIN_RULE if not self.packs else None
+        return to_json({"code": code_of, "slices": slices, "rule": rule}) + "\n"
 
     def study_expectation(self, wildcards) -> str:
         return self.expected_studies[wildcards.study]
@@ -291,6 +310,13 @@ def check_device_memory(cfg: dict, gpu_mib: int, jobs_per_gpu: int) -> None:
                     f"{where}a training job would need about {bytes_text(need)} of GPU memory ({what}: {key} "
                     f"{value:,}), more than its share {bytes_text(share)} of the {gpu_mib:,} MiB GPU with "
                     f"execution.jobs_per_gpu {jobs_per_gpu}; lower execution.jobs_per_gpu, or {fix}")
+
+
+def folder_mem_mb(sliced: dict, attempt: int = 1) -> int:
+    """Memory of one training process for the cells of one config slice, from its attention's size."""
+    m, t = sliced["model"], sliced["train"]
+    attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
+    return int(1000 + 24 * attention_bytes / 2**20) * attempt
 
 
 def bundles(keys) -> list[str]:

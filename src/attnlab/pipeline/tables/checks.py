@@ -67,7 +67,8 @@ def check_expected(bundles: list[dict], expected: dict) -> None:
     `expected` is {"code": {variant: fingerprint}, "slices": {folder: config slice}, "rule": name}: the
     slice of the cells under each folder (results/runs, or one composability folder), the code of each
     variant (attnlab.core.fingerprint.training_fingerprint) and the rule that trains them (for the fix;
-    train_cell when absent). A stale bundle stops the collection.
+    train_cell when absent; null when packs train them, whose fix forces the stale folders themselves). A stale
+    bundle stops the collection.
     """
     code, slices = expected.get("code", {}), {_place(root): s for root, s in expected.get("slices", {}).items()}
     stale = []
@@ -91,7 +92,7 @@ def check_expected(bundles: list[dict], expected: dict) -> None:
         if differences:
             stale.append((folder, b, differences))
     if stale:
-        raise BundleError(_stale_message(stale, expected.get("rule") or "train_cell"))
+        raise BundleError(_stale_message(stale, expected.get("rule", "train_cell")))
 
 
 def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
@@ -157,7 +158,7 @@ def _shown(value) -> str:
     return "absent" if value is _ABSENT else json.dumps(value)
 
 
-def _stale_message(stale: list, rule: str) -> str:
+def _stale_message(stale: list, rule: str | None) -> str:
     described = []
     for folder, b, differences in stale[:SHOWN_STALE]:
         shown = differences[:3] + ([f"{len(differences) - 3} more keys differ"] if len(differences) > 3 else [])
@@ -165,9 +166,11 @@ def _stale_message(stale: list, rule: str) -> str:
     more = f"; and {len(stale) - SHOWN_STALE} more" if len(stale) > SHOWN_STALE else ""
     folders = " ".join(shlex.quote(str(folder)) for folder, _, _ in stale)
     command = os.environ.get(RERUN_COMMAND_ENV)
-    retrain_all = (f"`{command} --forcerun {rule}`" if command
-                   else f"your snakemake command with `--forcerun {rule}` added")
+    forced = rule or folders  # a pack's rule would retrain its other cells too: force the stale folders alone
+    retrain_all = (f"`{command} --forcerun {forced}`" if command
+                   else f"your snakemake command with `--forcerun {forced}` added")
     return (f"{len(stale)} bundle(s) were not trained with the code and config this grid expects: "
             f"{'; '.join(described)}{more}. They are stale (trained by other code or another config, by hand, or "
             f"before Snakemake's records in .snakemake/ were lost). Delete them and run snakemake again, which "
-            f"retrains exactly those cells (rm -rf {folders}), or retrain every cell with {retrain_all}")
+            f"retrains exactly those cells (rm -rf {folders}), or retrain {'every cell' if rule else 'them'} with "
+            f"{retrain_all}")
