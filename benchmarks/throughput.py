@@ -4,9 +4,10 @@ config/paper.yaml's whole grid would take on this device.
 Three tables, each measured in fresh processes (as Snakemake runs cells):
 1. one cell's wall time split into start-up (imports, runtime set-up), set-up (corpus, model and batches),
    compile, training, evaluation, telemetry and writing, at each size asked for;
-2. packs of 1, 2, 4, ... cells (seeds of one variant trained one after another in one process,
-   attnlab.training.pack): wall time per cell, tokens/s and model FLOPs utilisation (the step's matmul FLOPs,
-   attnlab.training.flops, over this device's fp32 GEMM rate measured in the same run);
+2. packs of 1, 2, 4, ... cells (seeds of one variant trained by one process, attnlab.training.pack: one after
+   another on a CPU, vmapped on an accelerator; --mode chooses): wall time per cell, tokens/s and model FLOPs
+   utilisation (the step's matmul FLOPs, attnlab.training.flops, over this device's fp32 GEMM rate measured in
+   the same run);
 3. the projected wall time of the paper grid: its distinct cells (attnlab.pipeline.plan), each costing a
    paper-size cell's fixed phases plus 12,000 training steps and its evaluations at the per-step and
    per-evaluation times measured here (a few paper-size steps), run as many at once as this machine would
@@ -31,6 +32,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PHASES = ("start_up", "set_up", "compile", "training", "evaluation", "telemetry", "writing")
 VARIANT, LR = "softmax", 3e-3
+MODE_TEXT = {"sequential": "cells trained one after another in one process",
+             "vmap": "cells trained at once by one vmapped program"}
 SCRATCH_PREFIX = "attnlab-throughput-"  # the run's scratch folder: bundles and the compilation cache
 
 
@@ -73,12 +76,12 @@ def one_cell(sliced: dict, corpus: Path, folder: Path) -> dict:
     return {"wall_s": wall, **{phase: timings.get(phase, math.nan) for phase in PHASES}}
 
 
-def pack(sliced: dict, corpus: Path, folder: Path, size: int) -> float:
-    """The wall time of one process training `size` seeds of one cell, one after another."""
+def pack(sliced: dict, corpus: Path, folder: Path, size: int, mode: str) -> float:
+    """The wall time of one process training `size` seeds of one cell as one pack (mode: attnlab.training.pack)."""
     cells = [arg for seed in range(size) for arg in ("--cell", f"{LR},{seed}")]
     wall, _ = timed_process(["-m", "attnlab.training.pack", "--cell-config", json.dumps(sliced), "--variant",
-                             VARIANT, *cells, "--corpus", corpus, "--out-root", folder / f"pack{size}",
-                             "--code-fingerprint", "benchmark", "--compile-cache", cache(folder)])
+                             VARIANT, *cells, "--corpus", corpus, "--out-root", folder / f"pack{size}-{mode}",
+                             "--code-fingerprint", "benchmark", "--compile-cache", cache(folder), "--mode", mode])
     return wall
 
 
@@ -131,6 +134,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--packs", nargs="+", type=int, default=[1, 2, 4, 8, 16], help="pack sizes to time")
     parser.add_argument("--steps", type=int, default=None, help="train each cell this many steps instead")
     parser.add_argument("--paper-steps", type=int, default=2, help="paper-size steps timed for the projection")
+    parser.add_argument("--mode", choices=("auto", "sequential", "vmap"), default="auto",
+                        help="how a pack trains its cells (default: vmap on an accelerator, sequential on a CPU)")
     parser.add_argument("--corpus", type=Path,
                         default=Path(os.environ.get("ATTNLAB_CORPUS", "results/data/corpus.txt")))
     args = parser.parse_args(argv)
@@ -141,6 +146,7 @@ def main(argv: list[str] | None = None) -> int:
     corpus_sha = sha256_of_file(args.corpus)
     platform, gemm = device()
     sizes = args.sizes or (["smoke", "default"] if platform == "cpu" else ["paper"])
+    mode = args.mode if args.mode != "auto" else ("sequential" if platform == "cpu" else "vmap")
     cores = os.cpu_count() or 1
     print(f"device: {platform}, fp32 GEMM {gemm / 1e9:,.1f} GFLOP/s; {cores} cores")
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch:
@@ -158,12 +164,12 @@ def main(argv: list[str] | None = None) -> int:
             flops, tokens = step_cost(sliced)
             rows = []
             for n in args.packs:
-                wall = pack(sliced, args.corpus, scratch / size, n)
+                wall = pack(sliced, args.corpus, scratch / size, n, mode)
                 rows.append({"cells": n, "wall_s": wall, "s_per_cell": wall / n,
                              "tokens_per_s": n * steps * tokens / wall,
                              "mfu": f"{n * steps * flops / wall / gemm:.2%}",
                              "vs_one_per_process": split["wall_s"] * n / wall})
-            print("packs (cells trained one after another in one process):")
+            print(f"packs ({mode}: {MODE_TEXT[mode]}):")
             print(table(rows, ["cells", "wall_s", "s_per_cell", "tokens_per_s", "mfu", "vs_one_per_process"]))
         print("\n== projection: config/paper.yaml's whole grid on this device")
         sliced = size_slice("paper", args.paper_steps, corpus_sha)

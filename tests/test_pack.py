@@ -59,9 +59,12 @@ def test_a_cell_trained_second_in_a_pack_is_the_cell_trained_alone(pack_cfg, tmp
     assert "pack" not in json.loads((tmp_path / "alone" / "bundle.json").read_text())["provenance"]
 
 
-def test_a_pack_shares_the_process_so_its_later_cells_start_and_compile_for_less(pack_cfg, tmp_path):
+def test_a_pack_shares_the_process_so_its_later_cells_start_and_compile_for_less(pack_cfg, tmp_path, monkeypatch):
     from attnlab.core.cell_key import CellKey
+    from attnlab.training import train
     from attnlab.training.pack import run_pack
+
+    monkeypatch.setattr(train, "_CHUNKS", {})  # as in a fresh process: nothing compiled by earlier tests
 
     cfg, corpus = pack_cfg
     keys = [CellKey.of("softmax", 3e-3, seed) for seed in (0, 1)]

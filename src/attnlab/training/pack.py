@@ -32,31 +32,57 @@ from attnlab.core.variants import UnknownVariantError
 from attnlab.training import finished
 from attnlab.training.current import current_bundle
 from attnlab.training.disk_full import DiskFullError
+from attnlab.training.lockstep import run_lockstep
 from attnlab.training.phases import Phases
 from attnlab.training.runtime import configure_runtime, exit_with_parent
 from attnlab.training.train import run_cell
 
 
+MODES = ("sequential", "vmap")
+MODE_ENV = "ATTNLAB_PACK_MODE"  # the workflow's execution.pack_mode, when the command line gives none
+
+
+def resolved_mode(mode: str | None) -> str:
+    """sequential or vmap: `auto` (the default) is vmap on an accelerator, sequential on a CPU, where one
+    vmapped program is no faster than the cells one after another and its numbers are not bit for bit."""
+    mode = mode or os.environ.get(MODE_ENV) or "auto"
+    if mode == "auto":
+        import jax
+
+        return "sequential" if jax.default_backend() == "cpu" else "vmap"
+    if mode not in MODES:
+        raise ConfigError(f"pack mode {mode!r}: use one of auto, {', '.join(MODES)}")
+    return mode
+
+
 def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, checkpoint_dir: Path | None = None,
-             code_fingerprint: str = "unrecorded", log=print) -> list[tuple[dict, Phases]]:
-    """Train each cell in turn that has no current bundle yet; returns the summary of each cell trained (or put
-    back) here and where its wall time went."""
-    done, started = [], False
-    for i, key in enumerate(keys):
+             code_fingerprint: str = "unrecorded", log=print, mode: str = "sequential") -> list[tuple[dict, Phases]]:
+    """Train the cells that have no current bundle yet, one after another or (mode vmap) in lockstep; returns
+    the summary of each cell trained here and where its wall time went."""
+    todo = []
+    for key in keys:
         out = cell_dir(Path(out_root), key.variant, key.lr, key.seed)
         kept = finished.kept_path(checkpoint_dir, key) if checkpoint_dir is not None else None
         if current_bundle(out, cfg, key, code_fingerprint):
             log(f"{key.label()}: its bundle {out} is current (this config, cell and code); left as it is")
-            continue
-        if kept is not None and not os.path.lexists(out) and current_bundle(kept, cfg, key, code_fingerprint):
+        elif kept is not None and not os.path.lexists(out) and current_bundle(kept, cfg, key, code_fingerprint):
             finished.restore(kept, out)
             log(f"{key.label()}: put back the bundle it finished in an earlier run of this pack, from {kept}")
-            continue
-        phases = Phases() if not started else Phases(start_up=0.0)
-        started = True
-        pack = {"index": i, "size": len(keys), "cells": [k.label() for k in keys]}
+        else:
+            todo.append((key, out, kept))
+    pack = {"size": len(keys), "cells": [k.label() for k in keys], "mode": mode}
+    done = []
+    if mode == "vmap" and todo:
+        done = run_lockstep(cfg, [key for key, _, _ in todo], corpus_path, [out for _, out, _ in todo],
+                            checkpoint_dir, code_fingerprint, log, pack)
+        for _, out, kept in todo:
+            if kept is not None:
+                finished.keep(out, kept)
+    for i, (key, out, kept) in enumerate(todo if mode != "vmap" else ()):
+        phases = Phases() if i == 0 else Phases(start_up=0.0)
         summary = run_cell(cfg, key, corpus_path, out, checkpoint_dir=checkpoint_dir,
-                           code_fingerprint=code_fingerprint, log=log, phases=phases, pack=pack)
+                           code_fingerprint=code_fingerprint, log=log, phases=phases,
+                           pack=dict(pack, index=keys.index(key)))
         if kept is not None:
             finished.keep(out, kept)
         done.append((summary, phases))
@@ -85,6 +111,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-fingerprint", default="unrecorded")
     parser.add_argument("--compile-cache", type=Path, default=None)
     parser.add_argument("--threads", type=at_least_one("threads"), default=1)
+    parser.add_argument("--mode", choices=("auto", *MODES), default=None,
+                        help=f"sequential (CPU) or vmap (accelerators); default ${MODE_ENV}, else auto")
     parser.add_argument("--watch-pid", type=int, default=None,
                         help="exit when this process (the Snakemake that started the job) is gone")
     args = parser.parse_args(argv)
@@ -98,7 +126,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(set(keys)) != len(keys):
             raise ConfigError("a --cell is given twice; give each LR,SEED once")
         done = run_pack(json.loads(args.cell_config), keys, args.corpus, args.out_root, args.checkpoint_dir,
-                        args.code_fingerprint)
+                        args.code_fingerprint, mode=resolved_mode(args.mode))
     except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -49,9 +49,7 @@ def train_step(graphdef, rest, optimizer, params, opt_state, x, y, key):
     return optax.apply_updates(params, updates), opt_state, loss
 
 
-@partial(jax.jit, static_argnames=("graphdef", "optimizer", "block_size"),
-         donate_argnames=("params", "opt_state"))
-def train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, start, n_steps, *,
+def _train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, start, n_steps, *,
                 block_size: int):
     """Run n_steps (runtime, <= len(offsets)) steps from `start` without leaving the device.
 
@@ -72,6 +70,23 @@ def train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, s
 
     losses = jnp.full((max_steps,), jnp.nan, dtype=jnp.float32)
     return jax.lax.fori_loop(0, n_steps, body, (params, opt_state, losses))
+
+
+CHUNK_STATIC = ("graphdef", "optimizer", "block_size")
+train_chunk = jax.jit(_train_chunk, static_argnames=CHUNK_STATIC, donate_argnames=("params", "opt_state"))
+
+
+@partial(jax.jit, static_argnames=CHUNK_STATIC, donate_argnames=("params", "opt_state"))
+def train_chunks(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seeds, start, n_steps, *,
+                 block_size: int):
+    """train_chunk for a pack of cells at once: params, opt_state, offsets and seeds stacked on a leading axis
+    (one cell each; their LRs live in the stacked optimiser states), the same steps for all. On an accelerator
+    one such program keeps the device busy where one small cell cannot."""
+    def one(cell_params, cell_opt_state, cell_offsets, seed):
+        return _train_chunk(graphdef, rest, optimizer, cell_params, cell_opt_state, tokens, cell_offsets, seed, start,
+                            n_steps, block_size=block_size)
+
+    return jax.vmap(one)(params, opt_state, offsets, seeds)
 
 
 @partial(jax.jit, static_argnames=("graphdef",))

@@ -97,7 +97,8 @@ def cell_identity(cfg: dict, key: CellKey, code_fingerprint: str) -> str:
 class Cell:
     """Everything one training run needs, built once: model, optimiser, corpus streams, compiled step."""
 
-    def __init__(self, cfg: dict, key: CellKey, corpus_path: Path, log, phases: Phases | None = None):
+    def __init__(self, cfg: dict, key: CellKey, corpus_path: Path, log, phases: Phases | None = None,
+                 compile_alone: bool = True):
         self.cfg, self.key, self.log = cfg, key, log
         self.phases = phases if phases is not None else Phases()
         set_up_started = time.perf_counter()
@@ -127,8 +128,10 @@ class Cell:
         self.window = map_window(self.corpus.val, T, self.telemetry.window_offset)
         self.seed_arr = jnp.asarray(self.seed, dtype=jnp.uint32)
         started = time.perf_counter()
+        # A cell of a vmapped pack runs its pack's program instead (attnlab.training.lockstep), compiled there.
         self.chunk = compiled_chunk(self.graphdef, self.rest, self.optimizer, self.params, self.opt_state,
-                                    self.tokens, jnp.asarray(self.offsets(0, 1)), self.seed_arr, T)
+                                    self.tokens, jnp.asarray(self.offsets(0, 1)), self.seed_arr, T) \
+            if compile_alone else None
         self.compile_s = time.perf_counter() - started
         self.phases.add("compile", self.compile_s)
         self.phases.add("set_up", started - set_up_started)
@@ -151,15 +154,17 @@ class Cell:
 _CHUNKS: dict = {}
 
 
-def compiled_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, block_size: int):
-    """train_chunk compiled ahead of time for these arguments, once per process per program."""
+def compiled_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, block_size: int,
+                   program=train_chunk):
+    """train_chunk (or train_chunks, for a stacked pack) compiled ahead of time for these arguments, once per
+    process per program."""
     shapes = jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), (rest, params, opt_state, tokens, offsets,
                                                                           seed))
-    key = (graphdef, jax.tree.structure(opt_state), str(shapes), block_size,
+    key = (program, graphdef, jax.tree.structure(opt_state), str(shapes), block_size,
            jax.config.jax_default_matmul_precision)
     if key not in _CHUNKS:
-        _CHUNKS[key] = train_chunk.lower(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, 0, 1,
-                                         block_size=block_size).compile()
+        _CHUNKS[key] = program.lower(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, 0, 1,
+                                     block_size=block_size).compile()
     return _CHUNKS[key]
 
 
@@ -172,24 +177,49 @@ def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_d
     `phases` collects where the wall time goes (a fresh record, from this process's start, by default);
     `pack` says which cells this process trains with it (attnlab.training.pack), for the provenance.
     """
-    out = check_out_dir(out, key)  # refuse a bad --out before any compute
+    with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
+        opened = open_cell(held, cfg, key, corpus_path, out, checkpoint_dir, code_fingerprint, log, phases)
+        trained = train_until_done(opened.cell, *opened.state, opened.checkpoints)
+        return opened.finish(trained, pack)
+
+
+@dataclasses.dataclass
+class OpenCell:
+    """A cell ready to train: its Cell, its bundle folder (locked), its checkpoints and the state it starts from
+    (params, optimiser state, best params, progress, attention maps: fresh, or its newest checkpoint's)."""
+
+    cell: Cell
+    out: Path
+    checkpoints: ResumeCheckpoints
+    code_fingerprint: str
+    state: tuple
+
+    def finish(self, trained: tuple, pack: dict | None) -> dict:
+        """Write the bundle from (final params, best params, progress, maps), then drop the checkpoints."""
+        params, best, progress, maps = trained
+        summary = write_cell_bundle(self.cell, params, best, progress, maps, self.out, self.code_fingerprint, pack)
+        self.checkpoints.remove()
+        return summary
+
+
+def open_cell(held: contextlib.ExitStack, cfg: dict, key: CellKey, corpus_path: Path, out: Path,
+              checkpoint_dir: Path | None, code_fingerprint: str, log, phases: Phases | None,
+              compile_alone: bool = True) -> OpenCell:
+    """Check the bundle folder, lock it and the cell's checkpoints (released with `held`), build the cell at the
+    config's matmul precision and restore its newest checkpoint. Refuses a bad --out before any compute."""
+    out = check_out_dir(out, key)
     own = cell_dir(Path(checkpoint_dir).resolve(), key.variant, key.lr, key.seed) if checkpoint_dir is not None \
         else None
     if own is not None and (own == out or out in own.parents or own in out.parents):
         raise ConfigError(f"--checkpoint-dir {checkpoint_dir} would put this cell's checkpoints at {own}, which "
                           f"overlaps --out {out}; keep checkpoints outside the bundle (nothing was trained)")
-    with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
-        held.enter_context(FolderLock(out, "--out"))
-        checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, key))
-        # Every matmul compiled below (the training chunk, evaluations, the probe) at the config's precision.
-        held.enter_context(jax.default_matmul_precision(JAX_PRECISION[train_config(cfg).matmul_precision]))
-        cell = Cell(cfg, key, corpus_path, log, phases)
-        identity = cell_identity(cfg, key, code_fingerprint)
-        params, opt_state, best, progress, maps = restore_or_start(cell, checkpoints, identity)
-        params, best, progress, maps = train_until_done(cell, params, opt_state, best, progress, maps, checkpoints)
-        summary = write_cell_bundle(cell, params, best, progress, maps, out, code_fingerprint, pack)
-        checkpoints.remove()
-    return summary
+    held.enter_context(FolderLock(out, "--out"))
+    checkpoints = held.enter_context(ResumeCheckpoints(checkpoint_dir, key))
+    # Every matmul compiled below (the training chunk, evaluations, the probe) at the config's precision.
+    held.enter_context(jax.default_matmul_precision(JAX_PRECISION[train_config(cfg).matmul_precision]))
+    cell = Cell(cfg, key, corpus_path, log, phases, compile_alone)
+    state = restore_or_start(cell, checkpoints, cell_identity(cfg, key, code_fingerprint))
+    return OpenCell(cell, out, checkpoints, code_fingerprint, state)
 
 
 def restore_or_start(cell: Cell, checkpoints: ResumeCheckpoints, identity: str):
@@ -220,11 +250,45 @@ def restore_or_start(cell: Cell, checkpoints: ResumeCheckpoints, identity: str):
 def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, maps: dict, checkpoints):
     """Run chunks of steps between stops; on divergence, roll back to the last finite stop. `best` follows the
     parameters of the lowest validation loss so far (checkpointed with the state, so a resumed run keeps it)."""
-    plan, tcfg = cell.plan, cell.tcfg
-    kept = {"best": best}
+    run = Stops(cell, params, opt_state, best, progress, maps, checkpoints)
+    while run.running:
+        target = run.next_stop()
+        started = time.perf_counter()
+        params, opt_state, losses = cell.chunk(cell.rest, run.params, run.opt_state, cell.tokens,
+                                               jnp.asarray(run.offsets(target)), cell.seed_arr, run.step,
+                                               target - run.step)
+        losses = np.asarray(losses)
+        run.advance(target, params, opt_state, losses, time.perf_counter() - started)
+    return run.result()
 
-    def take_stop(step, params) -> bool:
+
+class Stops:
+    """One cell's training between its stops: what happens after each chunk of steps (evaluation, snapshot,
+    checkpoint, divergence), whoever ran the chunk (this cell's own program, or one vmapped over a pack)."""
+
+    def __init__(self, cell: Cell, params, opt_state, best, progress: Progress, maps: dict, checkpoints):
+        self.cell, self.progress, self.maps, self.checkpoints = cell, progress, maps, checkpoints
+        self.params, self.opt_state, self.best = params, opt_state, best
+        self.step = progress.step
+        if self.step == 0 and not progress.curve:
+            self.take_stop(0, params)
+        # The state at the last finite stop: what a diverged cell keeps. Every stop (checkpoints
+        # included) refreshes it, so a resumed run rolls back exactly as an uninterrupted one.
+        self.last_good, self.last_good_step = jax.tree.map(jnp.copy, params), self.step
+
+    @property
+    def running(self) -> bool:
+        return self.step < self.cell.tcfg.steps and self.progress.diverged_step is None
+
+    def next_stop(self) -> int:
+        return min(s for s in self.cell.stops if s > self.step)
+
+    def offsets(self, target: int) -> np.ndarray:
+        return self.cell.offsets(self.step, target - self.step)
+
+    def take_stop(self, step: int, params) -> bool:
         """Evaluate/snapshot at a stop; False if the model is no longer finite (divergence)."""
+        cell, progress, plan = self.cell, self.progress, self.cell.plan
         if not all_finite(params):
             return False
         if step in plan["eval"]:
@@ -233,57 +297,53 @@ def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, ma
             if not math.isfinite(val):
                 return False
             if not progress.curve or val < min(row[2] for row in progress.curve):
-                kept["best"] = jax.tree.map(jnp.copy, params)
+                self.best = jax.tree.map(jnp.copy, params)
             pending = progress.pending_losses
             train_loss = float(np.mean(pending)) if pending else float("nan")
             progress.curve.append([step, train_loss, val, progress.elapsed_s])
             progress.pending_losses = []
             shown = f"{train_loss:.4f}" if pending else "—"
-            cell.log(f"{cell.label()} step {step}/{tcfg.steps} train {shown} val {val:.4f} "
+            cell.log(f"{cell.label()} step {step}/{cell.tcfg.steps} train {shown} val {val:.4f} "
                      f"({step / max(progress.elapsed_s, 1e-9):.1f} steps/s)")
         if step in plan["snapshot"]:
             with cell.phases("telemetry"):
-                maps[step] = cell.attention_map(params)
+                self.maps[step] = cell.attention_map(params)
         return True
 
-    def diverge(at_step: int, why: str):
-        progress.diverged_step = int(at_step)
-        cell.log(f"{cell.label()} DIVERGED at step {at_step} ({why}); keeping the metrics from before")
-
-    step = progress.step
-    if step == 0 and not progress.curve:
-        take_stop(0, params)
-    # The state at the last finite stop: what a diverged cell keeps. Every stop (checkpoints
-    # included) refreshes it, so a resumed run rolls back exactly as an uninterrupted one.
-    last_good, last_good_step = jax.tree.map(jnp.copy, params), step
-    while step < tcfg.steps and progress.diverged_step is None:
-        target = min(s for s in cell.stops if s > step)
-        started = time.perf_counter()
-        offsets = jnp.asarray(cell.offsets(step, target - step))
-        params, opt_state, losses = cell.chunk(cell.rest, params, opt_state, cell.tokens, offsets, cell.seed_arr,
-                                               step, target - step)
-        losses = np.asarray(losses)[: target - step]
-        progress.elapsed_s += time.perf_counter() - started
-        cell.phases.add("training", time.perf_counter() - started)
-        bad = np.flatnonzero(~np.isfinite(losses) | (losses > tcfg.diverge_loss))
+    def advance(self, target: int, params, opt_state, losses: np.ndarray, seconds: float) -> None:
+        """Take one chunk's outcome (from self.step to target, its losses on the host, its wall time)."""
+        cell, progress = self.cell, self.progress
+        losses = losses[: target - self.step]
+        progress.elapsed_s += seconds
+        cell.phases.add("training", seconds)
+        bad = np.flatnonzero(~np.isfinite(losses) | (losses > cell.tcfg.diverge_loss))
         if bad.size:
             progress.pending_losses += losses[: bad[0]].tolist()
-            diverge(step + bad[0], f"training loss {losses[bad[0]]}")
-            break
+            self.diverge(self.step + bad[0], f"training loss {losses[bad[0]]}")
+            return
         progress.pending_losses += losses.tolist()
-        if not take_stop(target, params):
-            diverge(target, "non-finite parameters or validation loss")
-            break
-        step = progress.step = target
-        last_good, last_good_step = jax.tree.map(jnp.copy, params), step
-        if step in plan["checkpoint"]:
-            checkpoints.save(step, {"params": params, "opt_state": opt_state, "best": kept["best"]},
-                             {str(k): v for k, v in maps.items()}, dataclasses.asdict(progress))
-    if progress.diverged_step is not None:
-        params = last_good
-        if last_good_step not in maps:
-            maps[last_good_step] = cell.attention_map(params)
-    return params, kept["best"], progress, maps
+        if not self.take_stop(target, params):
+            self.diverge(target, "non-finite parameters or validation loss")
+            return
+        self.step = progress.step = target
+        self.params, self.opt_state = params, opt_state
+        self.last_good, self.last_good_step = jax.tree.map(jnp.copy, params), target
+        if target in cell.plan["checkpoint"]:
+            self.checkpoints.save(target, {"params": params, "opt_state": opt_state, "best": self.best},
+                                  {str(k): v for k, v in self.maps.items()}, dataclasses.asdict(progress))
+
+    def diverge(self, at_step: int, why: str) -> None:
+        self.progress.diverged_step = int(at_step)
+        self.cell.log(f"{self.cell.label()} DIVERGED at step {at_step} ({why}); keeping the metrics from before")
+
+    def result(self):
+        """(final parameters, best parameters, progress, attention maps); a diverged cell's last finite state."""
+        params = self.params
+        if self.progress.diverged_step is not None:
+            params = self.last_good
+            if self.last_good_step not in self.maps:
+                self.maps[self.last_good_step] = self.cell.attention_map(params)
+        return params, self.best, self.progress, self.maps
 
 
 def all_finite(tree) -> bool:

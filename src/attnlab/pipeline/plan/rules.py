@@ -32,6 +32,7 @@ from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corp
 TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
 COMPOSABILITY = "composability"
+PACK_MODE_ENV = "ATTNLAB_PACK_MODE"  # read by attnlab.training.pack (the planning never imports the trainer)
 PUBLISHED = Path("attnlab") / "pipeline" / "published.yaml"  # under src/: the protocol the posts published at
 
 
@@ -90,13 +91,16 @@ class Plan:
         # it as the build's `gpu` limit unless the command line gives one (--resources gpu=N).
         self.gpu_slots = self.jobs_per_gpu if self.gpus else 0
         if self.gpus:
+            # one cell must fit its job's share; a vmapped pack trains as many at once as fit (training.lockstep)
             check_device_memory(self.config, self.gpus[0], self.jobs_per_gpu)
 
     def environment(self) -> dict[str, str]:
         """Variables the rules' commands read. They travel here, not in params (a param change reruns a rule and
         all that follows it): where the corpus comes from, so a new local path to the same bytes is no change,
-        and on a GPU each training job's share of its memory, unless one is set already."""
-        env = {"ATTNLAB_DATA_CONFIG": to_json(self.config["data"])}
+        how a pack trains its cells (attnlab.training.pack), and on a GPU each training job's share of its memory,
+        unless one is set already."""
+        env = {"ATTNLAB_DATA_CONFIG": to_json(self.config["data"]),
+               PACK_MODE_ENV: self.config["execution"]["pack_mode"]}
         if self.gpus and device.MEM_FRACTION_ENV not in os.environ:
             env[device.MEM_FRACTION_ENV] = str(device.memory_fraction(self.jobs_per_gpu))
         return env
