@@ -143,3 +143,31 @@ def test_a_failed_pack_puts_back_the_cells_it_had_finished(pack_cfg, tmp_path):
     assert [summary["seed"] for summary, _ in done] == [1]
     assert bundle_bytes(first) == trained
     assert not (checkpoints / finished.FINISHED).exists()  # the pack ended well: nothing kept
+
+
+def test_a_kept_bundle_replaces_the_stale_one_snakemake_put_back(pack_cfg, tmp_path):
+    """A stale bundle retrained in a pack that then failed: Snakemake restores the stale one from its backup,
+    with its own marker file in the folder; the next run puts the kept, current bundle in its place."""
+    from attnlab.core.cell_key import CellKey
+    from attnlab.training import finished
+    from attnlab.training.pack import run_pack
+
+    cfg, corpus = pack_cfg
+    root, checkpoints, quiet = tmp_path / "pack", tmp_path / "checkpoints", (lambda *_: None)
+    key = CellKey.of("softmax", 3e-3, 0)
+    bundle = cell_dir(root, "softmax", 0.003, 0)
+    run_pack(cfg, [key], corpus, root, code_fingerprint="b" * 16, log=quiet)  # trained by other code: stale
+    stale = bundle_bytes(bundle)
+    (bundle / ".snakemake_timestamp").touch()  # Snakemake marks every directory output it made
+    run_pack(cfg, [key], corpus, root, checkpoint_dir=checkpoints, code_fingerprint=FINGERPRINT, log=quiet)
+    current = bundle_bytes(bundle)
+    assert current != stale and not (bundle / ".snakemake_timestamp").exists()  # replaced, marker and all
+    finished.keep(bundle, finished.kept_path(checkpoints, key))  # as the failed pack had kept it
+    shutil.rmtree(bundle)
+    run_pack(cfg, [key], corpus, root / "other", code_fingerprint="b" * 16, log=quiet)
+    shutil.copytree(cell_dir(root / "other", "softmax", 0.003, 0), bundle)  # the stale one, put back
+    logged = []
+    done = run_pack(cfg, [key], corpus, root, checkpoint_dir=checkpoints, code_fingerprint=FINGERPRINT,
+                    log=logged.append)
+    assert done == [] and any("put back the bundle it finished" in line for line in logged), logged
+    assert bundle_bytes(bundle) == current

@@ -160,7 +160,7 @@ def test_a_variant_edit_retrains_only_that_variants_cells(built, corpus_path, va
 
 @pytest.mark.slow
 def test_raising_memory_or_threads_plans_nothing(built, corpus_path):
-    pack = "train_pack_0_softmax"  # the smoke build trains in packs, one rule each
+    pack = "train_pack_softmax_runs_0"  # the smoke build trains in packs, one rule each
     assert (built / "results" / "logs" / "train" / "runs" / "softmax" / f"{pack}.log").is_file()
     result = snakemake(built, "--summary", "--configfile", "config/smoke.yaml", "--set-resources",
                        f"{pack}:mem_mb=9000", "--set-threads", f"{pack}=2", corpus=corpus_path)
@@ -246,23 +246,33 @@ def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):
 def test_one_rule_trains_every_cell_and_no_rule_file_spells_a_results_path():
     files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
     texts = {path.name: path.read_text() for path in files}
-    assert sum(text.count("attnlab.training.train") for text in texts.values()) == 1
+    # one trainer: the pack rules and, with execution.pack_size 1, train_cell (a pack of one), both in train.smk
+    trainers = {name: text.count("python -m attnlab.training.") for name, text in texts.items()}
+    assert {name: count for name, count in trainers.items() if count} == {"train.smk": 2}
+    assert "attnlab.training.pack " in texts["train.smk"] and "attnlab.training.train " not in texts["train.smk"]
     assert [name for name, text in texts.items() if "rule train_cell:" in text] == ["train.smk"]
     literal = re.compile(r"""["']results/""")
     assert [name for name, text in texts.items() if literal.search(text)] == []
     assert "localrules:" not in texts["Snakefile"]
 
 
+PACK_COMMAND = re.compile(r"--cell-config (\S+) --variant (\w+) ((?:--cell \S+ )+)--corpus \S+ --out-root (\S+) "
+                          r".*--checkpoint-dir (\S+) ")
+
+
 def planned_train_commands(ws: Path, configfile: str, corpus: Path) -> dict[str, str]:
-    """--out -> the train command a dry run prints, its code fingerprint and log masked."""
+    """Each cell's bundle folder -> the train command a dry run prints, its code fingerprint and log masked."""
     result = snakemake(ws, "-n", "-p", "--configfile", configfile, corpus=corpus)
     assert result.returncode == 0, result.stderr[-3000:]
     commands = {}
     for line in (result.stdout + result.stderr).splitlines():
-        if "python -m attnlab.training.train" in line:
+        if "python -m attnlab.training.pack" in line:
             command = line.split("Shell command: ", 1)[-1].strip()
             command = re.sub(r"--code-fingerprint [0-9a-f]+ ", "--code-fingerprint {code} ", command)
-            commands[re.search(r"--out (\S+) ", command).group(1)] = re.sub(r"\| tee \S+$", "| tee {log}", command)
+            _, variant, listed, root, _ = PACK_COMMAND.search(command).groups()
+            (cell,) = [word for word in listed.split() if word != "--cell"]  # one cell per job
+            lr, seed = cell.split(",")
+            commands[f"{root}/{variant}/lr{lr}/seed{seed}"] = re.sub(r"\| tee \S+$", "| tee {log}", command)
     return commands
 
 
@@ -287,10 +297,6 @@ def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_pa
     ws = make_workspace(tmp_path)
     planned = planned_train_commands(ws, one_cell_per_job(ws, name), corpus_path)
     assert {out: command for out, command in planned.items() if out.startswith("results/runs/")} == expected
-
-
-PACK_COMMAND = re.compile(r"--cell-config (\S+) --variant (\w+) ((?:--cell \S+ )+)--corpus \S+ --out-root (\S+) "
-                          r".*--checkpoint-dir (\S+) ")
 
 
 @pytest.mark.parametrize("name", ["smoke", "default"])
@@ -329,3 +335,22 @@ def test_a_new_contest_seed_trains_that_seed_alone_in_its_pack(smoke_workspace, 
     logs = "".join(p.read_text() for p in (results / "logs" / "train").glob("**/train_pack_*.log"))
     # every cell of the packs that gained a seed, so all but a3's two sweep cells (their pack gains none)
     assert logs.count("is current (this config, cell and code); left as it is") == 20 - 2
+
+
+@pytest.mark.slow
+def test_a_variant_edit_retrains_its_packs_in_place(smoke_workspace, corpus_path, tmp_path):
+    """The packs rerun over their bundles (Snakemake keeps `update` outputs, with its marker file in each): the
+    edited variant's cells are trained again, by the new code, and no other bundle changes."""
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    results = ws / "results"
+    before = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
+    assert all((p.parent / ".snakemake_timestamp").is_file() for p in before)
+    with edited(ws / "src" / "attnlab" / "training" / "attention" / "a3.py", BEHAVIOUR_EDIT):
+        result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
+        assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    after = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
+    changed = {p.parts[-4] for p in before if after[p] != before[p]}
+    assert changed == {"a3"}, changed
+    fingerprints = {json.loads(after[p])["provenance"]["code_fingerprint"] for p in after if p.parts[-4] == "a3"}
+    assert len(fingerprints) == 1 and fingerprints != {
+        json.loads(before[p])["provenance"]["code_fingerprint"] for p in before if p.parts[-4] == "a3"}

@@ -5,7 +5,7 @@
 # With execution.pack_size above 1 (the default), one rule per pack of cells (attnlab.pipeline.plan.packs):
 # its outputs are the pack's bundles, flagged `update` so Snakemake keeps the finished ones when the pack runs
 # again, and the trainer leaves every bundle that is already current as it is. With 1, train_cell: one cell
-# per job.
+# per job, through the same trainer (a pack of one).
 
 
 if PLAN.packs:
@@ -44,9 +44,9 @@ else:
 
     rule train_cell:
         input:
-            corpus=paths.CORPUS,
+            corpus=ancient(str(paths.CORPUS)),
         output:
-            bundle=directory(str(paths.CELL_PATTERN)),
+            bundle=update(directory(str(paths.CELL_PATTERN))),
         log:
             str(paths.TRAIN_LOG_PATTERN),
         threads: 1
@@ -56,15 +56,17 @@ else:
         params:
             cell=PLAN.cell_config,
             code=PLAN.training_code,
+            root=PLAN.cell_root,
             checkpoints=PLAN.checkpoint_root,
             cache=paths.COMPILE_CACHE,
         message:
             f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
             f"in {paths.RESULTS}/{{wildcards.place}}"
         shell:
+            # A pack of one: a current bundle is left as it is, so switching to or from packs retrains nothing.
             # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
-            "set -o pipefail; python -m attnlab.training.train --cell-config {params.cell} --variant {wildcards.variant} "
-            "--lr {wildcards.lr} --seed {wildcards.seed} --corpus {input.corpus} --out {output.bundle} "
+            "set -o pipefail; python -m attnlab.training.pack --cell-config {params.cell} --variant {wildcards.variant} "
+            "--cell {wildcards.lr},{wildcards.seed} --corpus {input.corpus} --out-root {params.root} "
             "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} --compile-cache {params.cache} "
             "--threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
 

@@ -75,6 +75,11 @@ def owned_files(summary: dict) -> dict[str, str]:
             and (name in DATA_FILES or PurePosixPath(name).parts[0] == "params")}
 
 
+# Snakemake writes this empty file into every directory output it has made; in a bundle it is the workflow's own,
+# never a user's, so an earlier bundle that holds it is still replaced (a pack's rerun, attnlab.training.pack).
+SNAKEMAKE_MARKER = ".snakemake_timestamp"
+
+
 def foreign_paths(folder: Path, summary: dict) -> list[str]:
     """Paths in `folder` that are not the bundle's own: unlisted, changed since written, links, other folders.
 
@@ -95,7 +100,7 @@ def foreign_paths(folder: Path, summary: dict) -> list[str]:
         for name in sorted(files):
             path, rel = Path(here) / name, (rel_here / name).as_posix()
             mode = path.lstat().st_mode
-            if rel == BUNDLE_FILE and stat.S_ISREG(mode):
+            if rel in (BUNDLE_FILE, SNAKEMAKE_MARKER) and stat.S_ISREG(mode):
                 continue
             if stat.S_ISLNK(mode):
                 foreign.append(f"{rel} (a link)")
@@ -125,7 +130,7 @@ def write_bundle(out: Path, summary: dict, curve: list, telemetry: dict, attenti
         # still only ours to replace? (a user may have added a file while the cell trained)
         check_out_dir(out, CellKey.of(summary["variant"], summary["lr"], summary["seed"]),
                       outcome=f"the new bundle was not written and {out} is as it was")
-        _replace_bundle(staging, out, log)
+        replace_bundle(staging, out, log)
     except BaseException as err:
         remove_settled(staging)  # made whole by this writer
         if is_disk_full(err):
@@ -136,7 +141,7 @@ def write_bundle(out: Path, summary: dict, curve: list, telemetry: dict, attenti
     return out
 
 
-def _replace_bundle(staging: Path, final: Path, log) -> None:
+def replace_bundle(staging: Path, final: Path, log) -> None:
     """Swap in the new bundle; an earlier bundle is moved aside, then only its own files are removed."""
     if not os.path.lexists(final):
         os.replace(staging, final)
@@ -170,8 +175,9 @@ def _remove_own_files(folder: Path) -> list[str]:
         if _plain_file_inside(folder, path) and sha256_file(path) == digest:
             path.unlink()
             emptied.update(p for p in path.parents if folder in p.parents)
-    if (folder / BUNDLE_FILE).is_file() and not (folder / BUNDLE_FILE).is_symlink():
-        (folder / BUNDLE_FILE).unlink()
+    for name in (BUNDLE_FILE, SNAKEMAKE_MARKER):
+        if (folder / name).is_file() and not (folder / name).is_symlink():
+            (folder / name).unlink()
     for directory in sorted(emptied, key=lambda p: len(p.parts), reverse=True):
         try:
             os.rmdir(directory)  # only once empty: anything else in it stays

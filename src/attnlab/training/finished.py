@@ -1,9 +1,10 @@
 """A packed cell's finished bundle, kept beside the checkpoints until its whole pack has ended.
 
 When a pack's job fails (a later cell runs out of memory, the job is killed), Snakemake removes every output
-of the job that was not there before it started, finished bundles included. So each cell a pack finishes is
-also kept, as hard links to the same files (a copy on another disk), under <checkpoint root>/.finished; the
-pack's next run puts a kept bundle that is still current back in place instead of training the cell again,
+of the job that was not there before it started, finished bundles included, and puts back the earlier
+version of those that were. So each cell a pack finishes is also kept, as hard links to the same files (a
+copy on another disk), under <checkpoint root>/.finished, before its checkpoints go; the pack's next run puts
+a kept bundle that is still current in place of a missing or stale one instead of training the cell again,
 and a pack that ends well removes its cells' kept bundles.
 """
 
@@ -18,8 +19,10 @@ from pathlib import Path
 
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
 from attnlab.core.cell_key import CellKey
+from attnlab.training.bundle_writer import check_out_dir, replace_bundle
 
 FINISHED = ".finished"  # no variant's name: a dot is not allowed in one
+ATTEMPTS = 5  # a sibling pack may remove an empty shared folder between our mkdir and mkdtemp
 
 
 def kept_path(checkpoint_root: Path, key: CellKey) -> Path:
@@ -29,12 +32,21 @@ def kept_path(checkpoint_root: Path, key: CellKey) -> Path:
 def keep(bundle: Path, kept: Path) -> None:
     """Keep the bundle's own files (bundle.json and what it lists) at `kept`, replacing an earlier kept one."""
     forget(kept)
-    _place_copy(Path(bundle), Path(kept))
+    staging = _staged_copy(Path(bundle), Path(kept))
+    try:
+        os.replace(staging, kept)
+    finally:
+        _remove_staging_parent(staging)
 
 
-def restore(kept: Path, bundle: Path) -> None:
-    """Put a kept bundle back at `bundle`, which must not exist."""
-    _place_copy(Path(kept), Path(bundle))
+def restore(kept: Path, bundle: Path, key: CellKey, log=print) -> None:
+    """Put a kept bundle at `bundle`: absent, or an earlier bundle of this cell, which it replaces."""
+    bundle = check_out_dir(Path(bundle), key, outcome="nothing was put back")
+    staging = _staged_copy(Path(kept), bundle)
+    try:
+        replace_bundle(staging, bundle, log)
+    finally:
+        _remove_staging_parent(staging)
 
 
 def forget(kept: Path) -> None:
@@ -54,11 +66,18 @@ def forget(kept: Path) -> None:
             return
 
 
-def _place_copy(source: Path, target: Path) -> None:
-    """Link (else copy) the source bundle's own files into a staging folder beside `target`, then rename it in."""
+def _staged_copy(source: Path, target: Path) -> Path:
+    """The source bundle's own files, linked (else copied) into a new staging folder beside `target`."""
     names = [BUNDLE_FILE, *json.loads((source / BUNDLE_FILE).read_text())["files"]]
-    target.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+    for attempt in range(ATTEMPTS):
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            holder = Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name}.partial-"))
+            break
+        except FileNotFoundError:
+            if attempt == ATTEMPTS - 1:
+                raise
+    staging = holder / "bundle"
     try:
         for name in names:
             (staging / name).parent.mkdir(parents=True, exist_ok=True)
@@ -66,8 +85,14 @@ def _place_copy(source: Path, target: Path) -> None:
                 os.link(source / name, staging / name)
             except OSError:
                 shutil.copy2(source / name, staging / name)
-        os.chmod(staging, stat.S_IMODE(source.stat().st_mode))  # mkdtemp's folder is private; keep the source's
-        os.replace(staging, target)
+        # the source folder's mode, but always writable by its owner, so it can be removed again
+        os.chmod(staging, stat.S_IMODE(source.stat().st_mode) | stat.S_IRWXU)
     except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
+        shutil.rmtree(holder, ignore_errors=True)
         raise
+    return staging
+
+
+def _remove_staging_parent(staging: Path) -> None:
+    """The staging folder's holder, once the bundle has moved out of it (or what is left of a failed move)."""
+    shutil.rmtree(staging.parent, ignore_errors=True)

@@ -31,10 +31,14 @@ from attnlab.training.train import Stops, compiled_chunk, open_cell
 
 def run_lockstep(cfg: dict, keys: list[CellKey], corpus_path: Path, outs: list[Path],
                  checkpoint_dir: Path | None = None, code_fingerprint: str = "unrecorded", log=print,
-                 pack: dict | None = None) -> list[tuple[dict, Phases]]:
+                 pack: dict | None = None, kept: list[Path | None] | None = None,
+                 indices: list[int] | None = None) -> list[tuple[dict, Phases]]:
     """Train every cell of `keys` (one variant, one config slice) into its folder of `outs`, as many at once as
     the device's memory holds; returns each one's bundle summary and where its wall time went (the shared chunks
-    counted in full for each)."""
+    counted in full for each). `kept`: where the pack keeps each finished bundle (attnlab.training.finished);
+    `indices`: each cell's place in its pack, for the provenance."""
+    kept = kept or [None] * len(keys)
+    indices = indices if indices is not None else list(range(len(keys)))
     if len({key.variant for key in keys}) != 1:
         raise ConfigError("a vmapped pack holds cells of one variant; give each variant its own pack")
     at_once = cells_at_once(cfg, len(keys))
@@ -42,8 +46,9 @@ def run_lockstep(cfg: dict, keys: list[CellKey], corpus_path: Path, outs: list[P
         log(f"the device's memory holds {at_once} of these {len(keys)} cells at once: training them in groups")
     done = []
     for start in range(0, len(keys), at_once):
-        done += _in_lockstep(cfg, keys[start:start + at_once], corpus_path, outs[start:start + at_once],
-                             checkpoint_dir, code_fingerprint, log, pack)
+        group = slice(start, start + at_once)
+        done += _in_lockstep(cfg, keys[group], corpus_path, outs[group], checkpoint_dir, code_fingerprint, log,
+                             pack, kept[group], indices[group], first_in_process=start == 0)
     return done
 
 
@@ -51,16 +56,23 @@ def cells_at_once(cfg: dict, wanted: int) -> int:
     """How many of the cells fit the device's allocator at once (its limit honours XLA_PYTHON_CLIENT_MEM_FRACTION),
     from the cell's estimated device memory (attnlab.core.estimate); all of them where the device gives no limit
     (a CPU)."""
-    limit = (jax.devices()[0].memory_stats() or {}).get("bytes_limit")
-    if not limit:
+    stats = jax.devices()[0].memory_stats() or {}
+    if not stats.get("bytes_limit"):
         return wanted
+    free = stats["bytes_limit"] - stats.get("bytes_in_use", 0)
     need, _ = device_memory(cfg)
-    return max(1, min(wanted, int(limit // need)))
+    # a margin for what the estimate leaves out: each cell's unstacked state beside the stacked one, its best
+    # and last finite parameters
+    return max(1, min(wanted, int(free // (MARGIN * need))))
 
 
-def _in_lockstep(cfg, keys, corpus_path, outs, checkpoint_dir, code_fingerprint, log, pack):
+MARGIN = 1.5
+
+
+def _in_lockstep(cfg, keys, corpus_path, outs, checkpoint_dir, code_fingerprint, log, pack, kept, indices,
+                 first_in_process: bool):
     with contextlib.ExitStack() as held:
-        phases = [Phases() if i == 0 else Phases(start_up=0.0) for i in range(len(keys))]
+        phases = [Phases() if i == 0 and first_in_process else Phases(start_up=0.0) for i in range(len(keys))]
         opened = [open_cell(held, cfg, key, corpus_path, out, checkpoint_dir, code_fingerprint, log, phase,
                             compile_alone=False) for key, out, phase in zip(keys, outs, phases)]
         check_shared_state([o.cell.rest for o in opened])
@@ -68,8 +80,8 @@ def _in_lockstep(cfg, keys, corpus_path, outs, checkpoint_dir, code_fingerprint,
         while any(run.running for run in runs):
             at = min(run.step for run in runs if run.running)
             train_group([run for run in runs if run.running and run.step == at])
-        return [(o.finish(run.result(), dict(pack or {}, mode="vmap")), phase)
-                for o, run, phase in zip(opened, runs, phases)]
+        return [(o.finish(run.result(), dict(pack or {}, mode="vmap", index=index), keep), phase)
+                for o, run, phase, keep, index in zip(opened, runs, phases, kept, indices)]
 
 
 def train_group(group: list[Stops]) -> None:
@@ -86,6 +98,7 @@ def train_group(group: list[Stops]) -> None:
     compiled = time.perf_counter() - started
     for run in group:
         run.cell.phases.add("compile", compiled)
+        run.cell.compile_s += compiled
     started = time.perf_counter()
     params, opt_state, losses = program(first.rest, params, opt_state, first.tokens, offsets, seeds, group[0].step,
                                         target - group[0].step)

@@ -65,8 +65,8 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
         kept = finished.kept_path(checkpoint_dir, key) if checkpoint_dir is not None else None
         if current_bundle(out, cfg, key, code_fingerprint):
             log(f"{key.label()}: its bundle {out} is current (this config, cell and code); left as it is")
-        elif kept is not None and not os.path.lexists(out) and current_bundle(kept, cfg, key, code_fingerprint):
-            finished.restore(kept, out)
+        elif kept is not None and current_bundle(kept, cfg, key, code_fingerprint):
+            finished.restore(kept, out, key, log)  # in place of a missing bundle, or of a stale one put back
             log(f"{key.label()}: put back the bundle it finished in an earlier run of this pack, from {kept}")
         else:
             todo.append((key, out, kept))
@@ -74,17 +74,13 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
     done = []
     if mode == "vmap" and todo:
         done = run_lockstep(cfg, [key for key, _, _ in todo], corpus_path, [out for _, out, _ in todo],
-                            checkpoint_dir, code_fingerprint, log, pack)
-        for _, out, kept in todo:
-            if kept is not None:
-                finished.keep(out, kept)
+                            checkpoint_dir, code_fingerprint, log, pack, [kept for _, _, kept in todo],
+                            [keys.index(key) for key, _, _ in todo])
     for i, (key, out, kept) in enumerate(todo if mode != "vmap" else ()):
         phases = Phases() if i == 0 else Phases(start_up=0.0)
         summary = run_cell(cfg, key, corpus_path, out, checkpoint_dir=checkpoint_dir,
                            code_fingerprint=code_fingerprint, log=log, phases=phases,
-                           pack=dict(pack, index=keys.index(key)))
-        if kept is not None:
-            finished.keep(out, kept)
+                           pack=dict(pack, index=keys.index(key)), kept=kept)
         done.append((summary, phases))
     if checkpoint_dir is not None:  # the pack ended well: Snakemake keeps every bundle now
         for key in keys:

@@ -38,6 +38,7 @@ from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets, whole_split_batches)
+from attnlab.training import finished
 from attnlab.training.bundle_writer import check_out_dir
 from attnlab.training.checkpoint import ResumeCheckpoints
 from attnlab.training.disk_full import DiskFullError
@@ -170,17 +171,18 @@ def compiled_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets
 
 def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_dir: Path | None = None,
              code_fingerprint: str = "unrecorded", log=print, phases: Phases | None = None,
-             pack: dict | None = None) -> dict:
+             pack: dict | None = None, kept: Path | None = None) -> dict:
     """Train one cell from its config slice and write its bundle; returns bundle.json's content.
 
     The key comes from attnlab.core.cell.check_cell: both command lines check the cell before they train.
     `phases` collects where the wall time goes (a fresh record, from this process's start, by default);
-    `pack` says which cells this process trains with it (attnlab.training.pack), for the provenance.
+    `pack` says which cells this process trains with it (attnlab.training.pack), for the provenance, and
+    `kept` where the pack keeps the finished bundle until it ends (attnlab.training.finished).
     """
     with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
         opened = open_cell(held, cfg, key, corpus_path, out, checkpoint_dir, code_fingerprint, log, phases)
         trained = train_until_done(opened.cell, *opened.state, opened.checkpoints)
-        return opened.finish(trained, pack)
+        return opened.finish(trained, pack, kept)
 
 
 @dataclasses.dataclass
@@ -194,10 +196,13 @@ class OpenCell:
     code_fingerprint: str
     state: tuple
 
-    def finish(self, trained: tuple, pack: dict | None) -> dict:
-        """Write the bundle from (final params, best params, progress, maps), then drop the checkpoints."""
+    def finish(self, trained: tuple, pack: dict | None, kept: Path | None = None) -> dict:
+        """Write the bundle from (final params, best params, progress, maps), keep it at `kept` when a pack asks,
+        then drop the checkpoints (only now: until the bundle is safe somewhere, they are what resumes it)."""
         params, best, progress, maps = trained
         summary = write_cell_bundle(self.cell, params, best, progress, maps, self.out, self.code_fingerprint, pack)
+        if kept is not None:
+            finished.keep(self.out, kept)
         self.checkpoints.remove()
         return summary
 

@@ -20,6 +20,7 @@ such a pack: the chosen LR is one of the sweep's, so that cell is the sweep's (`
 
 from __future__ import annotations
 
+import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -82,7 +83,7 @@ def partition(trained: list[CellKey], size: int) -> list[Pack]:
         pending = key.lr == PENDING
         groups.setdefault((paths.place(key), key.variant, pending), []).append(
             (LR_WILDCARD if pending else key.lr, key.seed))
-    packs = []
+    packs, names = [], set()
     for (place, variant, pending), cells in groups.items():
         if pending:
             # The sweep's seeds at this folder: their cell at the chosen LR is the sweep's own.
@@ -92,14 +93,19 @@ def partition(trained: list[CellKey], size: int) -> list[Pack]:
         else:
             cells = sorted(cells, key=lambda cell: (float(cell[0]), cell[1]))
         for start in range(0, len(cells), size):
-            packs.append(Pack(rule_name(variant, pending, len(packs)), place, variant,
-                              tuple(cells[start:start + size])))
+            name = rule_name(place, variant, pending, start // size)
+            if name in names:  # two folders alike but for punctuation: the folder's digest tells them apart
+                name += "_" + hashlib.sha256(place.encode()).hexdigest()[:8]
+            names.add(name)
+            packs.append(Pack(name, place, variant, tuple(cells[start:start + size])))
     return packs
 
 
-def rule_name(variant: str, pending: bool, index: int) -> str:
-    """A Snakemake rule name that says what the pack trains: train_pack_<index>_<variant>[_auto]."""
-    return f"train_pack_{index}_{variant}" + ("_auto" if pending else "")
+def rule_name(place: str, variant: str, pending: bool, index: int) -> str:
+    """The pack's Snakemake rule name, train_pack_<variant>_<folder>_<n>[_auto], from what it trains, so editing
+    another part of the config renames no pack (profiles name rules: --set-resources, --set-threads)."""
+    folder = re.sub(r"[^A-Za-z0-9]+", "_", place).strip("_")
+    return f"train_pack_{variant}_{folder}_{index}" + ("_auto" if pending else "")
 
 
 def producer(packs: list[Pack], bundle: str) -> list[Pack]:

@@ -163,6 +163,10 @@ class Plan:
     def cell_config(self, wildcards) -> str:
         return quoted(self.cell_slice(wildcards))
 
+    def cell_root(self, wildcards) -> str:
+        """The folder under which the trainer writes <variant>/lr<lr>/seed<seed> (results/<place>)."""
+        return str(paths.RESULTS / wildcards.place)
+
     def checkpoint_root(self, wildcards) -> Path:
         """The trainer's resumable state for the cells of one folder (a Path, which Snakemake does not record as a
         param: moving it is never a change)."""

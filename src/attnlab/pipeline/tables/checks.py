@@ -172,5 +172,5 @@ def _stale_message(stale: list, rule: str | None) -> str:
     return (f"{len(stale)} bundle(s) were not trained with the code and config this grid expects: "
             f"{'; '.join(described)}{more}. They are stale (trained by other code or another config, by hand, or "
             f"before Snakemake's records in .snakemake/ were lost). Delete them and run snakemake again, which "
-            f"retrains exactly those cells (rm -rf {folders}), or retrain {'every cell' if rule else 'them'} with "
-            f"{retrain_all}")
+            f"retrains exactly those cells (rm -rf {folders}), or retrain them with {retrain_all} (a training job "
+            f"leaves every current bundle as it is)")
