@@ -12,6 +12,7 @@ attnlab.pipeline.plan.expectation).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shlex
@@ -190,9 +191,10 @@ class Plan:
     def pack_code(self, pack: packs.Pack) -> str:
         return code.training_fingerprint(pack.variant, src=self.src)
 
-    def pack_mem_mb(self, pack: packs.Pack) -> int:
-        """A sequential pack holds one cell's state at a time: one cell's memory."""
-        return folder_mem_mb(self.grid.slice_at(pack.place))
+    def pack_mem_mb(self, pack: packs.Pack):
+        """The pack rule's mem_mb (a function of the attempt, as train_mem_mb): a sequential pack holds one cell's
+        state at a time, and a vmapped one keeps its cells' states on the accelerator, so one cell's memory."""
+        return functools.partial(attempt_mem_mb, self.grid.slice_at(pack.place))
 
     def pack_checkpoints(self, pack: packs.Pack) -> Path:
         return paths.checkpoint_root(pack.place)
@@ -318,6 +320,10 @@ def check_device_memory(cfg: dict, gpu_mib: int, jobs_per_gpu: int) -> None:
                     f"{where}a training job would need about {bytes_text(need)} of GPU memory ({what}: {key} "
                     f"{value:,}), more than its share {bytes_text(share)} of the {gpu_mib:,} MiB GPU with "
                     f"execution.jobs_per_gpu {jobs_per_gpu}; lower execution.jobs_per_gpu, or {fix}")
+
+
+def attempt_mem_mb(sliced: dict, wildcards, attempt: int = 1) -> int:
+    return folder_mem_mb(sliced, attempt)
 
 
 def folder_mem_mb(sliced: dict, attempt: int = 1) -> int:
