@@ -197,7 +197,7 @@ def test_the_swap_removes_only_listed_files_and_leaves_the_rest_where_it_says(tm
     os.rename(out / "params", tmp_path / "params-moved")
     (out / "params").symlink_to(elsewhere)  # a listed folder that became a link must not be followed
     lines = []
-    bundle_writer._replace_bundle(staging, out, lines.append)
+    bundle_writer.replace_bundle(staging, out, lines.append)
     assert (out / BUNDLE_FILE).is_file() and not staging.exists()
     (aside,) = tmp_path.glob(".out.old-*/bundle")
     assert sorted(p.name for p in aside.iterdir()) == ["late.txt", "params"]
