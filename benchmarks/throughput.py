@@ -146,7 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     corpus_sha = sha256_of_file(args.corpus)
     platform, gemm = device()
     sizes = args.sizes or (["smoke", "default"] if platform == "cpu" else ["paper"])
-    mode = args.mode if args.mode != "auto" else ("sequential" if platform == "cpu" else "vmap")
+    from attnlab.training.pack import resolved_mode
+
+    mode = resolved_mode(args.mode)
     cores = os.cpu_count() or 1
     print(f"device: {platform}, fp32 GEMM {gemm / 1e9:,.1f} GFLOP/s; {cores} cores")
     with tempfile.TemporaryDirectory(prefix=SCRATCH_PREFIX) as scratch:

@@ -25,12 +25,12 @@ if PLAN.packs:
                 mem_mb=PLAN.pack_mem_mb(pack),
                 gpu=PLAN.train_gpu(),
             params:
-                cell=PLAN.pack_config(pack),
-                code=PLAN.pack_code(pack),
+                cell=PLAN.cell_config(pack),
+                code=PLAN.training_code(pack),
                 cells=pack.cell_arguments,
                 variant=pack.variant,
                 root=str(paths.RESULTS / pack.place),
-                checkpoints=PLAN.pack_checkpoints(pack),
+                checkpoints=PLAN.checkpoint_root(pack),
                 cache=paths.COMPILE_CACHE,
             message:
                 f"Training the pack {pack.describe()}"

@@ -90,5 +90,10 @@ def to_json(obj) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
+# execution.pack_mode's concrete modes (auto resolves to one of them where the job runs, attnlab.training.pack),
+# and the variable the workflow hands the mode through (an execution setting, never a param of the rule)
+PACK_MODES = ("sequential", "vmap")
+PACK_MODE_ENV = "ATTNLAB_PACK_MODE"
+
 # train.matmul_precision -> the value of JAX's jax_default_matmul_precision that computes it
 JAX_PRECISION = {"float32": "float32", "tf32": "tensorfloat32", "bfloat16": "bfloat16"}

@@ -11,13 +11,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from attnlab.core.bundle_format import BUNDLE_FILE, DATA_FILES, SELF_KEY, content_digest, sha256_file
+from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, SELF_KEY, content_digest, manifest_name_is_inside,
+                                        sha256_file)
 from attnlab.core.cell_key import CellKey
-
-
-def expected_config(cfg: dict, key: CellKey) -> dict:
-    """bundle.json's `config` for this cell, as the trainer writes it (attnlab.training.summary)."""
-    return json.loads(json.dumps(dict(cfg, variant=key.variant, lr=key.lr_value, seed=key.seed)))
+from attnlab.training.summary import bundle_config
 
 
 def current_bundle(folder: Path, cfg: dict, key: CellKey, code_fingerprint: str) -> bool:
@@ -34,7 +31,9 @@ def current_bundle(folder: Path, cfg: dict, key: CellKey, code_fingerprint: str)
     provenance, files = summary.get("provenance"), summary.get("files")
     if not isinstance(provenance, dict) or not isinstance(files, dict):
         return False
-    if summary.get("config") != expected_config(cfg, key) or provenance.get("code_fingerprint") != code_fingerprint:
+    # as the trainer writes it: plain JSON (bundle_format.sealed)
+    expected_config = json.loads(json.dumps(bundle_config(cfg, key)))
+    if summary.get("config") != expected_config or provenance.get("code_fingerprint") != code_fingerprint:
         return False
     if any(name not in files for name in DATA_FILES) or not any(str(n).startswith("params/") for n in files):
         return False
@@ -43,6 +42,6 @@ def current_bundle(folder: Path, cfg: dict, key: CellKey, code_fingerprint: str)
 
 def _intact(folder: Path, name: str, digest) -> bool:
     file = folder / name
-    if ".." in Path(name).parts or Path(name).is_absolute() or file.is_symlink() or not file.is_file():
+    if not manifest_name_is_inside(name) or file.is_symlink() or not file.is_file():
         return False
     return sha256_file(file) == digest

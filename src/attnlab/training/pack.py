@@ -26,6 +26,7 @@ from pathlib import Path
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
 from attnlab.core.cell_key import CellKey
+from attnlab.core.config_types import PACK_MODE_ENV, PACK_MODES
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
@@ -38,20 +39,16 @@ from attnlab.training.runtime import configure_runtime, exit_with_parent
 from attnlab.training.train import run_cell
 
 
-MODES = ("sequential", "vmap")
-MODE_ENV = "ATTNLAB_PACK_MODE"  # the workflow's execution.pack_mode, when the command line gives none
-
-
 def resolved_mode(mode: str | None) -> str:
     """sequential or vmap: `auto` (the default) is vmap on an accelerator, sequential on a CPU, where one
     vmapped program is no faster than the cells one after another and its numbers are not bit for bit."""
-    mode = mode or os.environ.get(MODE_ENV) or "auto"
+    mode = mode or os.environ.get(PACK_MODE_ENV) or "auto"
     if mode == "auto":
         import jax
 
         return "sequential" if jax.default_backend() == "cpu" else "vmap"
-    if mode not in MODES:
-        raise ConfigError(f"pack mode {mode!r}: use one of auto, {', '.join(MODES)}")
+    if mode not in PACK_MODES:
+        raise ConfigError(f"pack mode {mode!r}: use one of auto, {', '.join(PACK_MODES)}")
     return mode
 
 
@@ -59,8 +56,8 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
              code_fingerprint: str = "unrecorded", log=print, mode: str = "sequential") -> list[tuple[dict, Phases]]:
     """Train the cells that have no current bundle yet, one after another or (mode vmap) in lockstep; returns
     the summary of each cell trained here and where its wall time went."""
-    todo = []
-    for key in keys:
+    todo = []  # (place in the pack, key, bundle folder, where it is kept)
+    for index, key in enumerate(keys):
         out = cell_dir(Path(out_root), key.variant, key.lr, key.seed)
         kept = finished.kept_path(checkpoint_dir, key) if checkpoint_dir is not None else None
         if current_bundle(out, cfg, key, code_fingerprint):
@@ -69,19 +66,20 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
             finished.restore(kept, out, key, log)  # in place of a missing bundle, or of a stale one put back
             log(f"{key.label()}: put back the bundle it finished in an earlier run of this pack, from {kept}")
         else:
-            todo.append((key, out, kept))
+            todo.append((index, key, out, kept))
     pack = {"size": len(keys), "cells": [k.label() for k in keys], "mode": mode}
     done = []
     if mode == "vmap" and todo:
-        done = run_lockstep(cfg, [key for key, _, _ in todo], corpus_path, [out for _, out, _ in todo],
-                            checkpoint_dir, code_fingerprint, log, pack, [kept for _, _, kept in todo],
-                            [keys.index(key) for key, _, _ in todo])
-    for i, (key, out, kept) in enumerate(todo if mode != "vmap" else ()):
-        phases = Phases() if i == 0 else Phases(start_up=0.0)
-        summary = run_cell(cfg, key, corpus_path, out, checkpoint_dir=checkpoint_dir,
-                           code_fingerprint=code_fingerprint, log=log, phases=phases,
-                           pack=dict(pack, index=keys.index(key)), kept=kept)
-        done.append((summary, phases))
+        indices, todo_keys, outs, kept = (list(column) for column in zip(*todo))
+        done = run_lockstep(cfg, todo_keys, corpus_path, outs, checkpoint_dir, code_fingerprint, log, pack, kept,
+                            indices)
+    elif mode != "vmap":
+        for i, (index, key, out, kept) in enumerate(todo):
+            phases = Phases() if i == 0 else Phases(start_up=0.0)
+            summary = run_cell(cfg, key, corpus_path, out, checkpoint_dir=checkpoint_dir,
+                               code_fingerprint=code_fingerprint, log=log, phases=phases,
+                               pack=dict(pack, index=index), kept=kept)
+            done.append((summary, phases))
     if checkpoint_dir is not None:  # the pack ended well: Snakemake keeps every bundle now
         for key in keys:
             finished.forget(finished.kept_path(checkpoint_dir, key))
@@ -107,8 +105,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--code-fingerprint", default="unrecorded")
     parser.add_argument("--compile-cache", type=Path, default=None)
     parser.add_argument("--threads", type=at_least_one("threads"), default=1)
-    parser.add_argument("--mode", choices=("auto", *MODES), default=None,
-                        help=f"sequential (CPU) or vmap (accelerators); default ${MODE_ENV}, else auto")
+    parser.add_argument("--mode", choices=("auto", *PACK_MODES), default=None,
+                        help=f"sequential (CPU) or vmap (accelerators); default ${PACK_MODE_ENV}, else auto")
     parser.add_argument("--watch-pid", type=int, default=None,
                         help="exit when this process (the Snakemake that started the job) is gone")
     args = parser.parse_args(argv)

@@ -56,6 +56,11 @@ def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: P
     return summary
 
 
+def bundle_config(cfg: dict, key) -> dict:
+    """bundle.json's `config`: the cell's config slice with its variant, LR and seed (a CellKey's)."""
+    return dict(cfg, variant=key.variant, lr=key.lr_value, seed=key.seed)
+
+
 def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: str) -> dict:
     vals = [row[2] for row in progress.curve]
     best = float(np.nanmin(vals)) if vals else float("nan")
@@ -64,7 +69,7 @@ def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: s
     tcfg, elapsed = cell.tcfg, progress.elapsed_s
     summary = {
         "variant": cell.variant, "lr": cell.lr, "seed": cell.seed,
-        "config": dict(cell.cfg, variant=cell.variant, lr=cell.lr, seed=cell.seed),
+        "config": bundle_config(cell.cfg, cell.key),
         "provenance": dict(provenance.collect(), code_fingerprint=code_fingerprint,
                            matmul_precision=tcfg.matmul_precision),
         "n_params": count_params(cell.model),

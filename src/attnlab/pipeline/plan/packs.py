@@ -87,8 +87,7 @@ def partition(trained: list[CellKey], size: int) -> list[Pack]:
     for (place, variant, pending), cells in groups.items():
         if pending:
             # The sweep's seeds at this folder: their cell at the chosen LR is the sweep's own.
-            known = {seed for (p, v, waits), c in groups.items() if (p, v, waits) == (place, variant, False)
-                     for _, seed in c}
+            known = {seed for _, seed in groups.get((place, variant, False), ())}
             cells = [(lr, seed) for lr, seed in cells if seed not in known]
         else:
             cells = sorted(cells, key=lambda cell: (float(cell[0]), cell[1]))

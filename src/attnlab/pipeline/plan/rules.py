@@ -21,6 +21,7 @@ from pathlib import Path
 from attnlab.core import fingerprint as code
 from attnlab.core import studies as studies_mod
 from attnlab.core.config import AUTO, load_config, to_json
+from attnlab.core.config_types import PACK_MODE_ENV
 from attnlab.core.packages import installed_versions
 from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import bytes_text, device_memory
@@ -33,7 +34,6 @@ from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corp
 TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
 COMPOSABILITY = "composability"
-PACK_MODE_ENV = "ATTNLAB_PACK_MODE"  # read by attnlab.training.pack (the planning never imports the trainer)
 PUBLISHED = Path("attnlab") / "pipeline" / "published.yaml"  # under src/: the protocol the posts published at
 
 
@@ -152,7 +152,8 @@ class Plan:
         """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""
         return bundles(key for key in self.grid.bundles(studies_mod.SWEEP) if key.variant == wildcards.variant)
 
-    # ---- one training cell (train_cell's wildcards: place, variant, lr, seed)
+    # ---- one training cell (train_cell's wildcards: place, variant, lr, seed; a pack rule passes its Pack, which
+    # has the place and the variant too)
 
     def cell_slice(self, wildcards) -> dict:
         """The config slice of the cells in one folder (paths.place): the identity train_cell's params carry."""
@@ -180,24 +181,12 @@ class Plan:
     def train_mem_mb(self, wildcards, attempt=1) -> int:
         """Declared memory of one training job, scaled from its model (measured peaks: smoke 0.77 GB, default
         0.88 GB, paper 2.94 GB on CPU). Override in a profile: set-resources train_cell:mem_mb=N."""
-        return folder_mem_mb(self.cell_slice(wildcards), attempt)
-
-    # ---- packs of cells (one rule each, attnlab.pipeline.plan.packs)
-
-    def pack_config(self, pack: packs.Pack) -> str:
-        """The config slice the pack's cells share (a param: editing it reruns the pack)."""
-        return quoted(self.grid.slice_at(pack.place))
-
-    def pack_code(self, pack: packs.Pack) -> str:
-        return code.training_fingerprint(pack.variant, src=self.src)
+        return folder_mem_mb(self.cell_slice(wildcards), attempt=attempt)
 
     def pack_mem_mb(self, pack: packs.Pack):
-        """The pack rule's mem_mb (a function of the attempt, as train_mem_mb): a sequential pack holds one cell's
-        state at a time, and a vmapped one keeps its cells' states on the accelerator, so one cell's memory."""
-        return functools.partial(attempt_mem_mb, self.grid.slice_at(pack.place))
-
-    def pack_checkpoints(self, pack: packs.Pack) -> Path:
-        return paths.checkpoint_root(pack.place)
+        """A pack rule's mem_mb, a function of the attempt as train_mem_mb is: one cell's memory (a sequential
+        pack holds one cell's state at a time; a vmapped one keeps its cells' states on the accelerator)."""
+        return functools.partial(folder_mem_mb, self.cell_slice(pack))
 
     # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
 
@@ -322,12 +311,9 @@ def check_device_memory(cfg: dict, gpu_mib: int, jobs_per_gpu: int) -> None:
                     f"execution.jobs_per_gpu {jobs_per_gpu}; lower execution.jobs_per_gpu, or {fix}")
 
 
-def attempt_mem_mb(sliced: dict, wildcards, attempt: int = 1) -> int:
-    return folder_mem_mb(sliced, attempt)
-
-
-def folder_mem_mb(sliced: dict, attempt: int = 1) -> int:
-    """Memory of one training process for the cells of one config slice, from its attention's size."""
+def folder_mem_mb(sliced: dict, wildcards=None, attempt: int = 1) -> int:
+    """Memory of one training process for the cells of one config slice, from its attention's size (Snakemake
+    passes a resource function its `wildcards` and `attempt` by name)."""
     m, t = sliced["model"], sliced["train"]
     attention_bytes = 4 * t["batch_size"] * m["heads"] * m["block_size"] ** 2 * m["layers"]
     return int(1000 + 24 * attention_bytes / 2**20) * attempt
