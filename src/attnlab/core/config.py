@@ -110,6 +110,13 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     if train["eval_every"] > train["steps"]:
         problems.append(f"train.eval_every: {train['eval_every']} is larger than train.steps {train['steps']}; "
                         "no evaluation would run, lower it")
+    if (plateau := train.get("plateau")) is not None:
+        if plateau["patience"] % train["eval_every"]:
+            problems.append(f"train.plateau.patience: {plateau['patience']} is not a multiple of train.eval_every "
+                            f"{train['eval_every']}; make the window span whole evaluations")
+        elif plateau["patience"] >= train["steps"]:
+            problems.append(f"train.plateau.patience: {plateau['patience']} is not below train.steps "
+                            f"{train['steps']} (the ceiling); no cell could stop before it, raise train.steps")
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")

@@ -47,6 +47,14 @@ class TrainConfig:
     checkpoint_every: int  # steps between resumable checkpoints
     diverge_loss: float  # training loss ceiling; above it (or non-finite) the cell stops
     matmul_precision: str = "float32"  # float32, tf32 or bfloat16 (JAX_PRECISION names JAX's spelling of each)
+    eval_whole_split: bool = False  # evaluate on every validation character once instead of eval_batches batches
+    plateau: "Plateau | None" = None  # stop at a plateau, steps being the ceiling; None: train exactly steps
+
+
+@dataclass(frozen=True)
+class Plateau:
+    patience: int  # steps over which the best validation loss must still improve (a multiple of eval_every)
+    tolerance: float  # relative improvement at or below which the cell has plateaued
 
 
 @dataclass(frozen=True)
@@ -73,6 +81,8 @@ def train_config(cfg: dict) -> TrainConfig:
         steps=t["steps"], batch_size=t["batch_size"], eval_every=t["eval_every"], eval_batches=t["eval_batches"],
         weight_decay=float(t["weight_decay"]), checkpoint_every=t.get("checkpoint_every") or t["eval_every"],
         diverge_loss=float(t["diverge_loss"]), matmul_precision=t.get("matmul_precision", "float32"),
+        eval_whole_split=bool(t.get("eval_whole_split", False)),
+        plateau=Plateau(int(t["plateau"]["patience"]), float(t["plateau"]["tolerance"])) if t.get("plateau") else None,
     )
 
 

@@ -17,6 +17,7 @@ class Progress:
     elapsed_s: float = 0.0
     diverged_step: int | None = None
     resumed_from: list = field(default_factory=list)
+    plateau_step: int | None = None  # the evaluation at which the plateau rule stopped the cell (train.plateau)
 
     @classmethod
     def from_json(cls, data: dict) -> "Progress":

@@ -86,6 +86,8 @@ def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: s
         "resumed_from": progress.resumed_from,
         "telemetry": summarise(arrays, arrays["correct"].shape[1] * arrays["correct"].shape[2]),
     }
+    if tcfg.plateau is not None:  # None: the plateau rule never fired, so the cell ran to its ceiling (or diverged)
+        summary["plateau_step"] = progress.plateau_step
     if hasattr(cell.model.score, "scalars"):
         summary["learned"] = {k: np.asarray(v).tolist() for k, v in cell.model.score.scalars().items()}
     swap = normaliser_crossover(cell, params)

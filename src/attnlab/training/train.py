@@ -47,8 +47,8 @@ from attnlab.training.model import GPT
 from attnlab.training.phases import Phases
 from attnlab.training.progress import Progress
 from attnlab.training.runtime import configure_runtime, exit_with_parent
-from attnlab.training.schedule import schedule
-from attnlab.training.steps import evaluate, make_optimizer, train_chunk, window_attention
+from attnlab.training.schedule import plateaued, schedule
+from attnlab.training.steps import evaluate, evaluate_windows, make_optimizer, train_chunk, window_attention
 from attnlab.training.summary import write_cell_bundle
 
 
@@ -283,7 +283,8 @@ class Stops:
 
     @property
     def running(self) -> bool:
-        return self.step < self.cell.tcfg.steps and self.progress.diverged_step is None
+        return (self.step < self.cell.tcfg.steps and self.progress.diverged_step is None
+                and self.progress.plateau_step is None)
 
     def next_stop(self) -> int:
         return min(s for s in self.cell.stops if s > self.step)
@@ -298,7 +299,9 @@ class Stops:
             return False
         if step in plan["eval"]:
             with cell.phases("evaluation"):
-                val = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
+                val = float(evaluate_windows(cell.graphdef, cell.rest, params, cell.whole_x, cell.whole_y,
+                                             cell.whole_weight) if cell.tcfg.eval_whole_split
+                            else evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
             if not math.isfinite(val):
                 return False
             if not progress.curve or val < min(row[2] for row in progress.curve):
@@ -307,10 +310,16 @@ class Stops:
             train_loss = float(np.mean(pending)) if pending else float("nan")
             progress.curve.append([step, train_loss, val, progress.elapsed_s])
             progress.pending_losses = []
+            rule = cell.tcfg.plateau
+            if rule is not None and plateaued([(row[0], row[2]) for row in progress.curve], rule.patience,
+                                              rule.tolerance):
+                progress.plateau_step = step
             shown = f"{train_loss:.4f}" if pending else "—"
             cell.log(f"{cell.label()} step {step}/{cell.tcfg.steps} train {shown} val {val:.4f} "
                      f"({step / max(progress.elapsed_s, 1e-9):.1f} steps/s)")
-        if step in plan["snapshot"]:
+        # A cell stopped by its plateau rule keeps its last map where it stopped (its snapshot fractions are
+        # of the ceiling, train.steps, so the later ones may never be reached).
+        if step in plan["snapshot"] or step == progress.plateau_step:
             with cell.phases("telemetry"):
                 self.maps[step] = cell.attention_map(params)
         return True

@@ -68,6 +68,8 @@ def late_gain(bundle: dict) -> dict:
     if before.empty or not math.isfinite(best):  # no evaluation before the last fifth: nothing to tell
         return {"late_gain": math.nan, "improving": None}
     gain = (float(before.min()) - best) / float(before.min())
+    if bundle.get("plateau_step") is not None:  # stopped by its own plateau rule (train.plateau): not improving
+        return {"late_gain": gain, "improving": False}
     return {"late_gain": gain, "improving": bool(gain > PLATEAU_TOLERANCE)}
 
 
