@@ -84,6 +84,9 @@ def test_a_plateau_config_refuses_a_window_that_is_not_whole_evaluations(smoke_c
     cfg["train"]["plateau"] = {"patience": 60, "tolerance": 0.01}
     with pytest.raises(ConfigError, match="not below train.steps 60"):
         validate_config(cfg)
+    cfg["train"]["plateau"] = {"patience": 20, "tolerance": 0.01, "min_steps": 60}
+    with pytest.raises(ConfigError, match="min_steps 60 is not below train.steps 60"):
+        validate_config(cfg)
 
 
 def test_the_rule_stops_a_cell_and_its_bundle_says_where(tiny_cfg, small_corpus, tmp_path):
@@ -101,6 +104,11 @@ def test_the_rule_stops_a_cell_and_its_bundle_says_where(tiny_cfg, small_corpus,
     assert bundle["plateau_step"] == 20 and bundle["steps_done"] == 20
     curve = pd.read_csv(tmp_path / "cell" / "curve.csv")
     assert curve.step.max() == 20
+    # the same cell with min_steps 50 runs on to the first evaluation at or after it
+    cfg["train"]["plateau"]["min_steps"] = 50
+    result = run(trainer_args(cfg, tmp_path / "later", corpus))
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert json.loads((tmp_path / "later" / "bundle.json").read_text())["plateau_step"] == 50
     # every evaluation read the whole split, so the best loss is the whole-split loss of the best checkpoint
     assert bundle["best_val_loss"] == pytest.approx(bundle["best_val_loss_whole_split"], rel=1e-5)
     with np.load(tmp_path / "cell" / "attention.npz") as attention:

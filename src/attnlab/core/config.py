@@ -114,9 +114,10 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
         if plateau["patience"] % train["eval_every"]:
             problems.append(f"train.plateau.patience: {plateau['patience']} is not a multiple of train.eval_every "
                             f"{train['eval_every']}; make the window span whole evaluations")
-        elif plateau["patience"] >= train["steps"]:
-            problems.append(f"train.plateau.patience: {plateau['patience']} is not below train.steps "
-                            f"{train['steps']} (the ceiling); no cell could stop before it, raise train.steps")
+        elif max(plateau["patience"], plateau.get("min_steps", 0)) >= train["steps"]:
+            problems.append(f"train.plateau: patience {plateau['patience']} or min_steps {plateau.get('min_steps', 0)} "
+                            f"is not below train.steps {train['steps']} (the ceiling); no cell could stop before it, "
+                            "raise train.steps")
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")

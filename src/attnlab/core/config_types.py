@@ -55,6 +55,7 @@ class TrainConfig:
 class Plateau:
     patience: int  # steps over which the best validation loss must still improve (a multiple of eval_every)
     tolerance: float  # relative improvement at or below which the cell has plateaued
+    min_steps: int = 0  # no stop before this step (a slow start is not a plateau)
 
 
 @dataclass(frozen=True)
@@ -82,7 +83,8 @@ def train_config(cfg: dict) -> TrainConfig:
         weight_decay=float(t["weight_decay"]), checkpoint_every=t.get("checkpoint_every") or t["eval_every"],
         diverge_loss=float(t["diverge_loss"]), matmul_precision=t.get("matmul_precision", "float32"),
         eval_whole_split=bool(t.get("eval_whole_split", False)),
-        plateau=Plateau(int(t["plateau"]["patience"]), float(t["plateau"]["tolerance"])) if t.get("plateau") else None,
+        plateau=Plateau(int(t["plateau"]["patience"]), float(t["plateau"]["tolerance"]),
+                        int(t["plateau"].get("min_steps", 0))) if t.get("plateau") else None,
     )
 
 

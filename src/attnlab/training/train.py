@@ -311,8 +311,8 @@ class Stops:
             progress.curve.append([step, train_loss, val, progress.elapsed_s])
             progress.pending_losses = []
             rule = cell.tcfg.plateau
-            if rule is not None and plateaued([(row[0], row[2]) for row in progress.curve], rule.patience,
-                                              rule.tolerance):
+            if rule is not None and step >= rule.min_steps and plateaued(
+                    [(row[0], row[2]) for row in progress.curve], rule.patience, rule.tolerance):
                 progress.plateau_step = step
             shown = f"{train_loss:.4f}" if pending else "—"
             cell.log(f"{cell.label()} step {step}/{cell.tcfg.steps} train {shown} val {val:.4f} "
