@@ -31,7 +31,14 @@ rule all:
         ledger=PLAN.ledger,
         figures=PLAN.figures,
         writeup=[str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML)],
+        printed=PLAN.printed_writeup,
         studies=PLAN.study_tables,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
     localrule: True
+
+
+# Without a browser, the build still makes the HTML writeup and ends with one line that says how to print it.
+onsuccess:
+    if PLAN.printer_missing:
+        print(PLAN.printer_missing)

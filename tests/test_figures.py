@@ -655,8 +655,8 @@ BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
     ("style", {entry.rule for entry in catalog.FIGURES}),  # what every figure imports redraws every figure
 ])
 def test_a_figure_edit_redraws_only_the_figures_that_import_it(smoke_workspace, corpus_path, module, redrawn):
-    from workspace import edited, plan
+    from workspace import WRITEUP_RULES, edited, plan
 
     with edited(smoke_workspace / "src" / "attnlab" / "pipeline" / "figures" / f"{module}.py", BEHAVIOUR_EDIT):
         planned = plan(smoke_workspace, corpus=corpus_path)
-    assert set(planned) == redrawn | {"writeup"}, sorted(planned)
+    assert set(planned) == redrawn | WRITEUP_RULES, sorted(planned)

@@ -10,6 +10,18 @@ from pathlib import Path
 from conftest import CACHE_DIR_ENV, REPO
 from processes import snakemake
 
+def _printer() -> bool:
+    from attnlab.pipeline.plan.printer import PrintError, find_browser
+
+    try:
+        return bool(find_browser())
+    except PrintError:
+        return False
+
+
+# The rules that remake the writeup: the page, and its PDF where the planning finds a browser to print it with.
+WRITEUP_RULES = frozenset({"writeup", "writeup_pdf"} if _printer() else {"writeup"})
+
 COPIED = ("Snakefile", "config", "workflow", "src", "notebooks", "jupytext.toml", "constraints.txt")
 
 

@@ -59,7 +59,6 @@ rule writeup:
     output:
         notebook=str(paths.WRITEUP_NOTEBOOK),
         html=str(paths.WRITEUP_HTML),
-        pdf=str(paths.WRITEUP_PDF),
     log:
         str(paths.log("writeup")),
     localrule: True
@@ -69,21 +68,17 @@ rule writeup:
             "attnlab.pipeline.report",
             "attnlab.pipeline.environment",
             "attnlab.core.telemetry_stats",
-            "attnlab.pipeline.report.pdf",
         ),
         environment=PLAN.locked_versions,
         results=paths.RESULTS,
         scratch=paths.WRITEUP / ".build.XXXXXX",
-        paper=config["writeup"]["paper"],  # the printed writeup's paper size (a4 or letter)
     message:
         "Executing the writeup notebook"
     shell:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
-        # The manifest is read strictly first: one line names a build.json that is not one, and the fix;
-        # so is the browser that prints the PDF: one line says how to install it.
+        # The manifest is read strictly first: one line names a build.json that is not one, and the fix.
         "python -m attnlab.pipeline.plan.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
-        "python -m attnlab.pipeline.report.pdf --check > {log} 2>&1 || {{ cat {log} >&2; exit 2; }}; "
         "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
         "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "
@@ -91,7 +86,29 @@ rule writeup:
         # The template drops the CDN scripts, so the page is one self-contained file.
         "jupyter nbconvert --to html --no-input --template-file {input.template} $scratch/writeup.ipynb "
         "--output-dir $scratch && "
-        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html} && "
-        # The PDF is printed from the page in place (its relative links then resolve) and written whole.
-        "python -m attnlab.pipeline.report.pdf --html {output.html} --out {output.pdf} --paper {params.paper}"
+        "mv $scratch/writeup.ipynb {output.notebook} && mv $scratch/writeup.html {output.html}"
         ") > {log} 2>&1"
+
+
+# The printed writeup: its own target, so the main job never fails for want of a browser. `all` asks for it
+# only when the planning finds one to print with (PLAN.printed_writeup); `snakemake writeup_pdf` asks for it
+# anywhere, and says in one line how to install a browser when there is none.
+
+
+rule writeup_pdf:
+    input:
+        html=str(paths.WRITEUP_HTML),
+    output:
+        pdf=str(paths.WRITEUP_PDF),
+    log:
+        str(paths.log("writeup_pdf")),
+    localrule: True
+    params:
+        code=PLAN.pipeline_code("attnlab.pipeline.report.pdf"),
+        paper=config["writeup"]["paper"],  # the printed writeup's paper size (a4 or letter)
+    message:
+        "Printing the writeup to PDF"
+    shell:
+        # Printed from the page in place (its relative links then resolve) and written whole.
+        "python -m attnlab.pipeline.report.pdf --html {input.html} --out {output.pdf} --paper {params.paper} "
+        "> {log} 2>&1 || {{ cat {log} >&2; exit 2; }}"

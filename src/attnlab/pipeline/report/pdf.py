@@ -19,11 +19,13 @@ import argparse
 import html
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+# The browser is found by the planning too (it asks for the PDF only where one is): one definition, there.
+from attnlab.pipeline.plan.printer import BROWSER_ENV as BROWSER_ENV, PrintError, find_browser
 
 PAPERS = {"a4": "A4", "letter": "letter"}  # the config's name -> CSS @page size
 PAPER_MM = {"a4": (210.0, 297.0), "letter": (215.9, 279.4)}  # width, height
@@ -40,31 +42,7 @@ def text_area_mm(paper: str) -> tuple[float, float]:
     width, height = PAPER_MM[paper]
     top, right, bottom, left = MARGINS_MM
     return width - left - right, height - top - bottom
-BROWSER_ENV = "ATTNLAB_CHROMIUM"  # a Chromium or Chrome binary to print with, where none is on PATH
-BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
-INSTALL = (f"install Chromium (Debian or Ubuntu: apt-get install chromium) or set {BROWSER_ENV} to a "
-           "Chromium or Chrome binary")
 TIMEOUT_S = 300
-
-
-class PrintError(RuntimeError):
-    """The PDF could not be printed; the message says why in one line."""
-
-
-def find_browser(environ=os.environ) -> str:
-    """The browser to print with: $ATTNLAB_CHROMIUM, else the first of BROWSERS on PATH."""
-    given = environ.get(BROWSER_ENV)
-    if given:
-        found = shutil.which(given)
-        if not found:
-            raise PrintError(f"{BROWSER_ENV}={given} is not an executable; {INSTALL}")
-        return found
-    for name in BROWSERS:
-        found = shutil.which(name, path=environ.get("PATH"))
-        if found:
-            return found
-    raise PrintError(f"no Chromium to print the writeup to PDF with (looked for {', '.join(BROWSERS)} on PATH): "
-                     f"{INSTALL}")
 
 
 def page_title(page: str) -> str:
