@@ -171,3 +171,28 @@ def test_a_kept_bundle_replaces_the_stale_one_snakemake_put_back(pack_cfg, tmp_p
                     log=logged.append)
     assert done == [] and any("put back the bundle it finished" in line for line in logged), logged
     assert bundle_bytes(bundle) == current
+
+
+def test_forgetting_a_kept_bundle_removes_only_what_it_kept(tmp_path):
+    """A file someone put in a kept cell's folder stays when the pack ends, and keeping the cell again there is
+    refused naming it, rather than deleting or overwriting it."""
+    from attnlab.core.cell_key import CellKey
+    from attnlab.core.errors import ConfigError
+    from attnlab.training import finished
+
+    bundle = tmp_path / "bundle"
+    (bundle / "params").mkdir(parents=True)
+    (bundle / "curve.csv").write_text("step\n0\n")
+    (bundle / "params" / "state").write_text("weights")
+    (bundle / "bundle.json").write_text(json.dumps({"files": ["curve.csv", "params/state"]}))
+    kept = finished.kept_path(tmp_path / "checkpoints", CellKey.of("softmax", 3e-3, 0))
+    finished.keep(bundle, kept)
+    (kept / "params" / "mine.txt").write_text("a user's notes")
+    finished.forget(kept)
+    assert sorted(str(p.relative_to(kept)) for p in kept.rglob("*")) == ["params", "params/mine.txt"]
+    with pytest.raises(ConfigError, match="params/mine.txt"):
+        finished.keep(bundle, kept)
+    assert (kept / "params" / "mine.txt").read_text() == "a user's notes"
+    (kept / "params" / "mine.txt").unlink()
+    finished.forget(kept)
+    assert not (tmp_path / "checkpoints" / finished.FINISHED).exists()  # emptied: every folder it made is gone

@@ -17,8 +17,9 @@ import stat
 import tempfile
 from pathlib import Path
 
-from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
+from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, manifest_name_is_inside
 from attnlab.core.cell_key import CellKey
+from attnlab.core.errors import ConfigError
 from attnlab.training.bundle_writer import check_out_dir, replace_bundle
 
 FINISHED = ".finished"  # no variant's name: a dot is not allowed in one
@@ -32,6 +33,10 @@ def kept_path(checkpoint_root: Path, key: CellKey) -> Path:
 def keep(bundle: Path, kept: Path) -> None:
     """Keep the bundle's own files (bundle.json and what it lists) at `kept`, replacing an earlier kept one."""
     forget(kept)
+    if Path(kept).exists():
+        others = sorted(str(p.relative_to(kept)) for p in Path(kept).rglob("*") if not p.is_dir())
+        raise ConfigError(f"{kept} holds files attnlab did not make ({', '.join(others[:5]) or 'folders'}), where it "
+                          "keeps this cell's finished bundle; move them out of it and run the build again")
     staging = _staged_copy(Path(bundle), Path(kept))
     try:
         os.replace(staging, kept)
@@ -50,10 +55,19 @@ def restore(kept: Path, bundle: Path, key: CellKey, log=print) -> None:
 
 
 def forget(kept: Path) -> None:
-    """Remove a kept bundle and the folders above it that it leaves empty (up to .finished itself)."""
+    """Remove a kept bundle's own files (bundle.json and what it lists) and the folders they leave empty, up to
+    .finished itself. Anything else in the folder was not made here and stays, with the folders that hold it."""
     kept = Path(kept)
     if kept.is_dir() and not kept.is_symlink():
-        shutil.rmtree(kept)
+        for name in _own_files(kept):
+            path = kept / name
+            if path.is_file() or path.is_symlink():
+                path.unlink()
+        for folder, _, _ in sorted(os.walk(kept), key=lambda entry: -len(Path(entry[0]).parts)):
+            try:
+                Path(folder).rmdir()  # only an empty one
+            except OSError:
+                pass
     top = next((p for p in kept.parents if p.name == FINISHED), None)
     if top is None:
         return
@@ -64,6 +78,17 @@ def forget(kept: Path) -> None:
             return
         if parent == top:
             return
+
+
+def _own_files(kept: Path) -> list[str]:
+    """The files a kept bundle's manifest names (none when it has no readable one: then nothing there is ours)."""
+    try:
+        listed = json.loads((kept / BUNDLE_FILE).read_text())["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return []
+    if not isinstance(listed, list):
+        return []
+    return [BUNDLE_FILE, *(name for name in listed if isinstance(name, str) and manifest_name_is_inside(name))]
 
 
 def _staged_copy(source: Path, target: Path) -> Path:
