@@ -368,3 +368,30 @@ def test_building_another_folder_with_directory_is_refused_before_anything_runs(
     assert not (other / "results").exists()
     itself = snakemake(workspace, "-n", "--directory", str(workspace), corpus=corpus_path)
     assert itself.returncode == 0, itself.stdout[-2000:] + itself.stderr[-2000:]
+
+
+def test_a_config_name_is_bounded_and_refused_in_one_short_line(smoke_config):
+    """A name that would reach every training command line is bounded, and the refusal shows its start and its
+    length, not the whole text."""
+    cfg = copy.deepcopy(smoke_config)
+    cfg["name"] = "n" * 140_000
+    with pytest.raises(ConfigError) as refused:
+        validate_config(cfg)
+    assert "name:" in str(refused.value) and "140,000 characters" in str(refused.value)
+    assert len(str(refused.value)) < 300
+
+
+def test_a_study_name_too_long_is_not_repeated_whole(smoke_config):
+    cfg = copy.deepcopy(smoke_config)
+    cfg["studies"] = [{"name": "s" * 5000, "model": {"dropout": [0.0, 0.1]}}]
+    with pytest.raises(ConfigError) as refused:
+        validate_config(cfg)
+    assert "5,000 characters" in str(refused.value) and len(str(refused.value)) < 600
+
+
+def test_a_whole_number_given_as_text_is_told_to_drop_the_quotes(smoke_config):
+    cfg = copy.deepcopy(smoke_config)
+    cfg["execution"] = {"jobs_per_gpu": "4"}
+    with pytest.raises(ConfigError, match=r"execution.jobs_per_gpu: '4' is text, not a number; write it without "
+                                          r"quotes \(e.g. 4\)"):
+        validate_config(cfg)

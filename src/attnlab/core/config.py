@@ -195,13 +195,26 @@ def _describe(error: jsonschema.ValidationError) -> str:
         allowed = sorted(error.schema.get("properties", {}))
         return f"{key}: {error.message}; allowed keys here: {', '.join(allowed)}"
     if isinstance(error.instance, str) and _looks_numeric(error.instance):
+        if error.validator == "type" and "integer" in _types(error.validator_value):
+            return f"{key}: {error.instance!r} is text, not a number; write it without quotes (e.g. 4)"
         return f"{key}: {error.instance!r} is text, not a number; write it with a decimal point (e.g. 3.0e-4)"
+    if isinstance(error.instance, str) and len(error.instance) > MAX_SHOWN:
+        # a long text is shown by its start and its length, never whole (a refusal is one readable line)
+        shown = f"{error.instance[:MAX_SHOWN // 2]!r}… ({len(error.instance):,} characters)"
+        return f"{key}: {error.message.replace(repr(error.instance), shown)}"
     if error.validator == "type" and "integer" in (error.validator_value if isinstance(error.validator_value, list)
                                                    else [error.validator_value]) and isinstance(error.instance, float):
         return f"{key}: {error.instance!r} is not a whole number; write it without a decimal point"
     if key.startswith(("contest.seeds", "sweep.seed")) and error.validator in ("maximum", "minimum"):
         return f"{key}: seed {error.instance} is outside 0 <= seed < 2^32; pick a seed in that range"
     return f"{key}: {error.message}"
+
+
+MAX_SHOWN = 80  # characters of a refused text shown in the refusal
+
+
+def _types(value) -> list:
+    return value if isinstance(value, list) else [value]
 
 
 def _looks_numeric(text: str) -> bool:
