@@ -26,6 +26,7 @@ import re
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -210,7 +211,7 @@ def test_a_browser_that_prints_nothing_leaves_the_old_pdf_and_no_temporary_file(
     folder.mkdir()
     (folder / "writeup.html").write_text("<html><head><title>t</title></head><body>text</body></html>")
     (folder / "writeup.pdf").write_bytes(b"%PDF-1.4 the previous build's")
-    with pytest.raises(pdf.PrintError, match="printed no PDF.*exit 3.*cannot open display"):
+    with pytest.raises(pdf.PrintError, match="printed no whole PDF.*exit 3.*cannot open display"):
         pdf.print_pdf(folder / "writeup.html", folder / "writeup.pdf", "a4", browser=pdf.find_browser())
     assert (folder / "writeup.pdf").read_bytes() == b"%PDF-1.4 the previous build's"
     assert sorted(p.name for p in folder.iterdir()) == ["writeup.html", "writeup.pdf"]
@@ -267,3 +268,56 @@ def test_without_a_browser_the_build_succeeds_with_the_html_and_says_how_to_prin
         assert "Traceback" not in asked.stderr and not (ws / PDF).exists()
     finally:
         kept.replace(ws / PDF)
+
+
+def _browser_writing(tmp_path, body: str) -> Path:
+    """A stand-in browser: a shell script that finds --print-to-pdf=PATH among its arguments, then runs `body`."""
+    fake = tmp_path / "bin" / "chromium"
+    fake.parent.mkdir(exist_ok=True)
+    fake.write_text("#!/bin/sh\nfor arg; do case $arg in --print-to-pdf=*) out=${arg#--print-to-pdf=};; esac; done\n"
+                    + body + "\n")
+    fake.chmod(0o755)
+    return fake
+
+
+WHOLE = b"%PDF-1.4\n" + b"3 0 obj <</Type /Page /Parent 2 0 R>> endobj\n" * 100 + b"startxref\n9\n%%EOF\n"
+
+
+@pytest.mark.parametrize("printed, problem", [
+    (WHOLE[:3000], "no end-of-file trailer"),
+    (b"%PDF-" + b"x" * 24, "no end-of-file trailer"),
+    (b"%PDF-1.4\nstartxref\n0\n%%EOF\n", "no page"),
+])
+def test_a_cut_short_or_garbage_pdf_is_never_moved_into_place(tmp_path, printed, problem):
+    source = tmp_path / "printed.bin"
+    source.write_bytes(printed)
+    browser = _browser_writing(tmp_path, f'cp "{source}" "$out"')
+    folder = tmp_path / "writeup"
+    folder.mkdir()
+    (folder / "writeup.html").write_text("<html><head><title>t</title></head><body>text</body></html>")
+    (folder / "writeup.pdf").write_bytes(WHOLE)
+    with pytest.raises(pdf.PrintError, match=problem):
+        pdf.print_pdf(folder / "writeup.html", folder / "writeup.pdf", "a4", browser=str(browser))
+    assert (folder / "writeup.pdf").read_bytes() == WHOLE
+    assert sorted(p.name for p in folder.iterdir()) == ["writeup.html", "writeup.pdf"]
+    assert pdf.pdf_problem(source) and not pdf.pdf_problem(folder / "writeup.pdf")
+
+
+def test_a_hung_browser_is_stopped_with_every_process_it_started(tmp_path):
+    child = tmp_path / "child.pid"
+    browser = _browser_writing(tmp_path, f'sleep 600 & echo $! > "{child}"; sleep 600')
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body>text</body></html>")
+    with pytest.raises(pdf.PrintError, match="did not finish printing"):
+        pdf.print_pdf(page, tmp_path / "page.pdf", "a4", browser=str(browser), timeout=2)
+    pid = int(child.read_text())
+    for _ in range(100):  # the kill is sent; the child is gone, or a zombie waiting for init, a moment later
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            break
+        if "\nState:\tZ" in status:
+            break
+        time.sleep(0.05)
+    else:
+        raise AssertionError(f"the browser's child {pid} outlived it")

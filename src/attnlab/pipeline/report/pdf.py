@@ -16,9 +16,11 @@ prints nothing, the command stops with one line that says why and what to do.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import html
 import os
 import re
+import signal
 import subprocess
 import sys
 import tempfile
@@ -93,15 +95,12 @@ def print_pdf(html_path: Path, out: Path, paper: str = "a4", browser: str | None
             command = [browser, "--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                        "--no-first-run", "--no-default-browser-check", f"--user-data-dir={scratch}",
                        "--no-pdf-header-footer", f"--print-to-pdf={partial}", Path(copy).resolve().as_uri()]
-            try:
-                result = subprocess.run(command, capture_output=True, text=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                raise PrintError(f"{browser} did not finish printing {html_path} within {timeout:.0f} s") from None
-            with open(partial, "rb") as printed:
-                head = printed.read(5)
-            if result.returncode != 0 or head != b"%PDF-":
-                said = [line for line in (result.stderr or "").splitlines() if line.strip()]
-                raise PrintError(f"{browser} printed no PDF of {html_path} (exit {result.returncode})"
+            returncode, stderr = _run_browser(command, browser, html_path, timeout)
+            problem = pdf_problem(Path(partial))
+            if returncode != 0 or problem:
+                said = [line for line in (stderr or "").splitlines() if line.strip()]
+                raise PrintError(f"{browser} printed no whole PDF of {html_path} (exit {returncode}"
+                                 + (f"; {problem}" if problem else "") + ")"
                                  + (f": {said[-1].strip()}" if said else ""))
             os.chmod(partial, 0o666 & ~_umask())  # a temporary file is private; the PDF is as any file made here
             os.replace(partial, out)
@@ -109,6 +108,37 @@ def print_pdf(html_path: Path, out: Path, paper: str = "a4", browser: str | None
             for leftover in (copy, partial):
                 Path(leftover).unlink(missing_ok=True)
     return out
+
+
+def _run_browser(command: list, browser: str, html_path: Path, timeout: float) -> tuple[int, str]:
+    """Run the browser in a process group of its own, so that a browser that hangs is stopped with every process
+    it started (Chromium's renderer and GPU helpers), none left orphaned."""
+    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               start_new_session=True)
+    try:
+        _, stderr = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+        process.communicate()
+        raise PrintError(f"{browser} did not finish printing {html_path} within {timeout:.0f} s") from None
+    return process.returncode, stderr
+
+
+def pdf_problem(path: Path) -> str:
+    """Why a printed file is not a whole PDF ('' when it is): its header, its end-of-file trailer, at least one
+    page. A file cut short or a few bytes that only start like a PDF are never moved into place."""
+    try:
+        data = path.read_bytes()
+    except OSError as err:
+        return f"unreadable: {err}"
+    if not data.startswith(b"%PDF-"):
+        return "no PDF header"
+    if b"%%EOF" not in data[-1024:] or b"startxref" not in data[-1024:]:
+        return "no end-of-file trailer: the file is cut short"
+    if not re.search(rb"/Type\s*/Page(?!s)", data):
+        return "no page"
+    return ""
 
 
 def _umask() -> int:
