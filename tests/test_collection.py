@@ -442,3 +442,14 @@ def test_a_bundle_with_a_non_finite_loss_that_says_it_did_not_diverge_stops_coll
     diverged = make_bundle(tmp_path / "other", tiny(), best_val_loss=value, diverged=True, diverged_step=3)
     runs, _ = load_runs([diverged])
     assert bool(runs.diverged.iloc[0])  # a diverged cell may hold any loss: it is counted, never judged
+
+
+@pytest.mark.slow
+def test_a_copied_workspace_has_nothing_to_do(smoke_workspace, corpus_path, tmp_path):
+    """cp -a of a built workspace: the same inputs by the same relative names, so nothing reruns, the writeup
+    (which reads the lock) included."""
+    import shutil
+
+    copy = tmp_path / "copy"
+    shutil.copytree(smoke_workspace, copy, symlinks=True)
+    assert plan(copy, corpus=corpus_path) == {}

@@ -187,9 +187,10 @@ def test_a_stated_gpu_list_reads_as_each_gpus_memory(text, memory):
     assert device.parse_gpus(text) == memory
 
 
-def test_a_stated_gpu_list_that_is_not_one_is_refused():
-    with pytest.raises(ConfigError, match="memory in MiB"):
-        device.parse_gpus("H100")
+@pytest.mark.parametrize("text", ["H100", "1_000", "\u0661\u0662\u0663", "-5", "99999999999999999999999"])
+def test_a_stated_gpu_list_that_is_not_one_is_refused(text):
+    with pytest.raises(ConfigError, match="MiB"):
+        device.parse_gpus(text)
 
 
 @pytest.mark.parametrize("gpus,limit", [("81559", "4"), ("0", None)])

@@ -19,6 +19,7 @@ from attnlab.core.errors import ConfigError
 
 GPUS_ENV = "ATTNLAB_GPUS"  # the GPUs' memory in MiB, comma-separated ("" or "0": none): overrides detection
 MEM_FRACTION_ENV = "XLA_PYTHON_CLIENT_MEM_FRACTION"  # JAX's share of the GPU's memory it preallocates
+MAX_GPU_MIB = 1 << 24  # 16 TiB: far beyond any card, so a larger figure is a typing slip
 SHARED = 0.9  # the share of the card the jobs split between them (the rest: the driver, other processes)
 
 
@@ -27,13 +28,14 @@ def parse_gpus(text: str) -> tuple[int, ...]:
     values = [part.strip() for part in text.split(",") if part.strip()]
     if values in ([], ["0"]):
         return ()
-    try:
-        memory = tuple(int(v) for v in values)
-    except ValueError:
+    # ASCII digits only: int() would also take '1_000' and other scripts' digits
+    if not all(v.isascii() and v.isdigit() for v in values):
         raise ConfigError(f"{GPUS_ENV}={text!r}: give each GPU's memory in MiB, comma-separated (e.g. 81559), or 0 "
-                         "for none") from None
-    if any(m <= 0 for m in memory):
-        raise ConfigError(f"{GPUS_ENV}={text!r}: a GPU's memory is a positive number of MiB")
+                          "for none")
+    memory = tuple(int(v) for v in values)
+    if any(m <= 0 or m > MAX_GPU_MIB for m in memory):
+        raise ConfigError(f"{GPUS_ENV}={text!r}: a GPU's memory is a positive number of MiB, at most "
+                          f"{MAX_GPU_MIB:,} (16 TiB)")
     return memory
 
 

@@ -83,7 +83,8 @@ class Plan:
             + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
             + [paths.study_file(name) for name in self.studies]))
         self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
-        self.lock = [str(environment.LOCK)] if environment.LOCK.is_file() else []
+        # relative to the workspace the Snakefile is read in, so a copied workspace names the same input
+        self.lock = [os.path.relpath(environment.LOCK)] if environment.LOCK.is_file() else []
         published = src / PUBLISHED
         self.published_config = f"config/{parse_yaml(published.read_text(), str(published))['protocol']}.yaml"
         self.gpus = device.gpus()
