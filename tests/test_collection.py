@@ -453,3 +453,15 @@ def test_a_copied_workspace_has_nothing_to_do(smoke_workspace, corpus_path, tmp_
     copy = tmp_path / "copy"
     shutil.copytree(smoke_workspace, copy, symlinks=True)
     assert plan(copy, corpus=corpus_path) == {}
+
+
+def test_results_as_a_file_is_refused_in_one_line(tmp_path, corpus_path):
+    from processes import snakemake
+
+    ws = make_workspace(tmp_path)
+    (ws / "results").write_text("someone's notes")
+    result = snakemake(ws, "-n", "--configfile", "config/smoke.yaml", corpus=corpus_path)
+    said = result.stdout + result.stderr
+    assert result.returncode != 0 and "results is a file, not a folder" in said, said[-2000:]
+    assert "Traceback" not in said and "NotADirectoryError" not in said
+    assert (ws / "results").read_text() == "someone's notes"

@@ -53,6 +53,9 @@ class Plan:
 
     def __init__(self, config_file: Path, src: Path, checkpoints=None):
         self.config_file, self.src, self.checkpoints = Path(config_file), Path(src), checkpoints
+        if paths.RESULTS.exists() and not paths.RESULTS.is_dir():
+            raise ConfigError(f"{paths.RESULTS.resolve()} is a file, not a folder: every output of the build goes "
+                              f"under {paths.RESULTS}/; move that file away (or build in another workspace)")
         self.config = load_config(self.config_file)
         self.grid = Grid(self.config)  # the cells whose LR is known before any training
         check_corpus_room(self.grid, local_corpus(self.config, paths.CORPUS))
