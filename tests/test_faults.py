@@ -337,6 +337,17 @@ def test_a_number_edited_in_bundle_json_by_hand_is_refused_naming_the_file(bundl
         read_bundle(bundle_copy)
 
 
+@pytest.mark.parametrize("field, value", [("seed", "0"), ("n_params", -5), ("steps_done", "60"), ("wall_time_s", -1),
+                                          ("lr", "0.003"), ("diverged", "false")])
+def test_a_resealed_bundle_with_a_wrong_typed_field_is_refused_naming_the_file_and_field(bundle_copy, field, value):
+    summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())
+    summary[field] = value
+    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(sealed(summary)))
+    with pytest.raises(BundleError, match=f"field {field} is {re.escape(repr(value))}") as err:
+        read_bundle(bundle_copy)
+    assert str(bundle_copy / BUNDLE_FILE) in str(err.value)
+
+
 @pytest.mark.parametrize("name", ["../../etc/hostname", "/etc/passwd", "params/../../../etc/passwd"])
 def test_manifest_naming_a_file_outside_the_bundle_is_refused(bundle_copy, name):
     summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())

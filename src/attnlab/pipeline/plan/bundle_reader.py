@@ -12,11 +12,14 @@ import json
 import os
 from pathlib import Path
 
+import jsonschema
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, SELF_KEY, BundleError,
+from attnlab.core.bundle_format import (BUNDLE_FILE, BUNDLE_SCHEMA, DATA_FILES, REQUIRED_KEYS, SELF_KEY, BundleError,
                                         content_digest, manifest_name_is_inside, sha256_file)
+
+_VALIDATOR = jsonschema.Draft202012Validator(BUNDLE_SCHEMA)
 
 
 def read_bundle(path: Path) -> dict:
@@ -68,9 +71,13 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
     if summary[SELF_KEY] != content_digest(summary):
         raise BundleError(f"bundle file {summary_file} was changed after training: its content no longer matches "
                           f"the checksum the trainer recorded ({SELF_KEY}); delete {folder} and rerun that cell")
+    wrong = next(iter(sorted(_VALIDATOR.iter_errors(summary), key=lambda e: list(e.absolute_path))), None)
+    if wrong is not None:
+        field = ".".join(str(p) for p in wrong.absolute_path) or "(top level)"
+        shown = repr(wrong.instance) if len(repr(wrong.instance)) <= 60 else f"{repr(wrong.instance)[:60]}…"
+        raise BundleError(f"bundle file {summary_file}: field {field} is {shown}, which is wrong ({wrong.message}"
+                          f"{'' if len(wrong.message) < 120 else '…'}); delete the folder and rerun that cell")
     files = summary["files"]
-    if not isinstance(files, dict):
-        raise BundleError(f"bundle file {summary_file}: 'files' is not a mapping; delete the folder and rerun")
     outside = [name for name in files if not manifest_name_is_inside(name)]
     if outside:
         raise BundleError(f"bundle file {summary_file} lists paths outside its folder ({', '.join(outside)}); "
