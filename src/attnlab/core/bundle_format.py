@@ -22,35 +22,6 @@ REQUIRED_KEYS = (
 )
 CURVE_COLUMNS = ("step", "train_loss", "val_loss", "elapsed_s")
 
-# Every scalar field a reader relies on: its JSON type and range (a JSON Schema; attnlab.pipeline.plan.bundle_reader
-# validates each bundle.json against it). A re-sealed bundle with "seed": "0" or "n_params": -5 is refused naming
-# the file and the field, instead of reaching a table as a wrong number or as a crash that names no file.
-_COUNT = {"type": "integer", "minimum": 0}
-_SECONDS = {"type": "number", "minimum": 0}
-_LOSS = {"type": "number"}  # NaN for a cell that diverged before its first evaluation
-_STEP = {"type": ["integer", "null"], "minimum": 0}
-BUNDLE_SCHEMA = {
-    "type": "object",
-    "properties": {
-        "variant": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
-        "lr": {"type": "number", "exclusiveMinimum": 0},
-        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
-        "config": {"type": "object"},
-        "provenance": {"type": "object"},
-        "n_params": {"type": "integer", "minimum": 1},
-        "best_val_loss": _LOSS, "final_val_loss": _LOSS, "best_val_bpc": _LOSS,
-        "best_val_loss_whole_split": _LOSS,
-        "diverged": {"type": "boolean"},
-        "diverged_step": _STEP, "best_step": _STEP, "plateau_step": _STEP,
-        "steps_done": _COUNT,
-        "wall_time_s": _SECONDS, "compile_s": _SECONDS,
-        "steps_per_s": {"type": "number"}, "tokens_per_s": {"type": "number"},
-        "resumed_from": {"type": "array", "items": _COUNT},
-        "telemetry": {"type": "object"},
-        "files": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
-    },
-}
-
 
 class BundleError(RuntimeError):
     """A bundle that is missing, incomplete or corrupt; the message names the file."""

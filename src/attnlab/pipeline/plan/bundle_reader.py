@@ -16,9 +16,37 @@ import jsonschema
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import (BUNDLE_FILE, BUNDLE_SCHEMA, DATA_FILES, REQUIRED_KEYS, SELF_KEY, BundleError,
+from attnlab.core.bundle_format import (BUNDLE_FILE, DATA_FILES, REQUIRED_KEYS, SELF_KEY, BundleError,
                                         content_digest, manifest_name_is_inside, sha256_file)
 
+# Every scalar field a reader relies on: its JSON type and range, a JSON Schema each bundle.json is validated
+# against. A re-sealed bundle with "seed": "0" or "n_params": -5 is refused naming the file and the field, instead
+# of reaching a table as a wrong number or as a crash that names no file.
+_COUNT = {"type": "integer", "minimum": 0}
+_SECONDS = {"type": "number", "minimum": 0}
+_LOSS = {"type": "number"}  # NaN for a cell that diverged before its first evaluation
+_STEP = {"type": ["integer", "null"], "minimum": 0}
+BUNDLE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        "variant": {"type": "string", "pattern": "^[a-z][a-z0-9_]*$"},
+        "lr": {"type": "number", "exclusiveMinimum": 0},
+        "seed": {"type": "integer", "minimum": 0, "maximum": 2**32 - 1},
+        "config": {"type": "object"},
+        "provenance": {"type": "object"},
+        "n_params": {"type": "integer", "minimum": 1},
+        "best_val_loss": _LOSS, "final_val_loss": _LOSS, "best_val_bpc": _LOSS,
+        "best_val_loss_whole_split": _LOSS,
+        "diverged": {"type": "boolean"},
+        "diverged_step": _STEP, "best_step": _STEP, "plateau_step": _STEP,
+        "steps_done": _COUNT,
+        "wall_time_s": _SECONDS, "compile_s": _SECONDS,
+        "steps_per_s": {"type": "number"}, "tokens_per_s": {"type": "number"},
+        "resumed_from": {"type": "array", "items": _COUNT},
+        "telemetry": {"type": "object"},
+        "files": {"type": "object", "additionalProperties": {"type": "string", "pattern": "^[0-9a-f]{64}$"}},
+    },
+}
 _VALIDATOR = jsonschema.Draft202012Validator(BUNDLE_SCHEMA)
 
 

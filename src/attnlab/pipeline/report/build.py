@@ -66,15 +66,22 @@ def describe(model: dict, train: dict, seeds) -> str:
     seeds = sorted(int(s) for s in seeds)
     text = (f"d_model {int(model['d_model'])}, {plural(int(model['layers']), 'layer')}, "
             f"{plural(int(model['heads']), 'head')}, a {int(model['block_size'])}-character window, "
-            f"{int(train['steps']):,} steps of batch {int(train['batch_size'])}")
+            + (f"up to {int(train['steps']):,} steps (each cell to its plateau)" if _plateau(train)
+               else f"{int(train['steps']):,} steps") + f" of batch {int(train['batch_size'])}")
     return text + (f", {plural(len(seeds), 'contest seed')}" if seeds else "")
+
+
+def _plateau(train: dict) -> bool:
+    patience = train.get("plateau.patience")
+    return patience is not None and patience == patience  # NaN: a cell without the rule
 
 
 def build_size(runs: pd.DataFrame, contest: pd.DataFrame) -> str:
     """This build's protocol in words, from the config each bundle recorded."""
     first = runs.iloc[0]
     model = {k: first[f"config.model.{k}"] for k in ("d_model", "layers", "heads", "block_size")}
-    train = {k: first[f"config.train.{k}"] for k in ("steps", "batch_size")}
+    train = {k: first[f"config.train.{k}"] for k in ("steps", "batch_size", "plateau.patience")
+             if f"config.train.{k}" in first}
     seeds = {s for text in contest.seeds.astype(str) for s in text.split()}
     return describe(model, train, seeds)
 

@@ -34,15 +34,26 @@ def protocol_values(model: dict, train: dict, n_params: int | None, sweep: str, 
     """One protocol's facts, one value per PROTOCOL_ROWS entry (model and train as a config holds them)."""
     steps, batch, block = int(train["steps"]), int(train["batch_size"]), int(model["block_size"])
     every, batches = int(train["eval_every"]), int(train["eval_batches"])
+    patience = train.get("plateau.patience")
+    trained = f"{steps:,}"
+    if patience is not None and patience == patience:  # trained to a plateau (NaN: a config without the rule)
+        start = int(train.get("plateau.min_steps") or 0)
+        trained = (f"to a plateau: until the best loss gains at most {float(train['plateau.tolerance']):.1%} over "
+                   f"{int(patience):,} steps" + (f", from step {start:,}" if start else "") + f"; at most {steps:,}")
+    evaluated = f"{batches * batch * block:,} ({plural(batches, 'batch', 'batches')})"
+    whole = train.get("eval_whole_split")
+    if whole is not None and whole == whole and bool(whole):  # NaN: a cell that left it unset
+        evaluated = "the whole validation split, every character once"
     return {
         "parameters (softmax)": f"{int(n_params):,}" if n_params is not None else "–",
         "d_model / layers / heads": " / ".join(str(int(model[k])) for k in ("d_model", "layers", "heads")),
         "context (characters)": f"{block:,}",
         "batch (windows)": f"{batch:,}",
-        "training steps": f"{steps:,}",
-        "characters trained on": f"{steps * batch * block:,}",
-        "evaluations": f"every {every:,} steps ({steps // every + 1:,})",
-        "characters per evaluation": f"{batches * batch * block:,} ({plural(batches, 'batch', 'batches')})",
+        "training steps": trained,
+        "characters trained on": f"{steps * batch * block:,}" if trained == f"{steps:,}"
+        else f"at most {steps * batch * block:,}",
+        "evaluations": f"every {every:,} steps ({'at most ' if trained != f'{steps:,}' else ''}{steps // every + 1:,})",
+        "characters per evaluation": evaluated,
         "dropout / weight decay": f"{float(model['dropout']):g} / {float(train['weight_decay']):g}",
         "LR sweep": sweep,
         "contest seeds": ", ".join(str(s) for s in seeds) or "–",
@@ -54,7 +65,8 @@ def build_protocol_values(runs: pd.DataFrame, params: pd.DataFrame, contest: pd.
     """This build's protocol, from what its bundles recorded."""
     model = {k: _first(runs, f"model.{k}") for k in ("d_model", "layers", "heads", "block_size", "dropout")}
     train = {k: _first(runs, f"train.{k}") for k in ("steps", "batch_size", "eval_every", "eval_batches",
-                                                      "weight_decay")}
+                                                      "weight_decay", "eval_whole_split", "plateau.patience",
+                                                      "plateau.tolerance", "plateau.min_steps")}
     base = params[params.variant == BASELINE].n_params
     sweeps = {v: _lrs(c.lr) for v, c in sweep.groupby("variant", sort=False)} if not sweep.empty else {}
     sweep_text = ("; ".join(f"{v} {lrs}" for v, lrs in sweeps.items()) if len(set(sweeps.values())) > 1
