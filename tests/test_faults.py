@@ -377,6 +377,23 @@ def test_figures_refuse_a_hand_edited_curve(bundle_copy):
         load_curves(runs, contest)
 
 
+def test_figures_read_only_the_bundles_collection_checked(bundle_copy, tmp_path):
+    """A bundle swapped in after the tables were collected (another config's, its times kept old, so Snakemake
+    sees nothing new) stops every figure, which reads bundles through runs.csv, with the fix."""
+    import pandas as pd
+    from attnlab.pipeline.figures.cells import read_table
+
+    summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())
+    runs = tmp_path / "runs.csv"
+    pd.DataFrame([{"variant": "softmax", "path": str(bundle_copy), "content_sha256": summary["content_sha256"]}]
+                 ).to_csv(runs, index=False)
+    assert read_table("runs", runs).path.tolist() == [str(bundle_copy)]  # the collected bundle: read
+    swapped = dict(summary, config=dict(summary["config"], train=dict(summary["config"]["train"], steps=1500)))
+    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(sealed(swapped)))
+    with pytest.raises(BundleError, match="not the one the tables were collected from.*--forcerun collect_tables"):
+        read_table("runs", runs)
+
+
 # ---- bad values are refused where they enter, naming the key, before any compute
 
 NAN, INF = float("nan"), float("inf")

@@ -12,6 +12,7 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract
+from attnlab.pipeline.plan.bundle_reader import check_collected
 from attnlab.pipeline.plan.paths import workspace_of
 
 RUNS = "runs"  # the one table whose rows point at bundles
@@ -22,6 +23,9 @@ def read_table(name: str, path: Path) -> pd.DataFrame:
     table = pd.read_csv(path)
     if name == RUNS:
         table["path"] = [str(resolve_bundle(p, Path(path))) for p in table["path"]]
+        if "content_sha256" in table:  # every bundle a figure reads is the one collection checked
+            for folder, digest in zip(table["path"], table["content_sha256"]):
+                check_collected(Path(folder), str(digest))
     return table
 
 

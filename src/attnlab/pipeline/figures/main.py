@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from attnlab.core.bundle_format import BundleError
 from attnlab.pipeline.figures.cells import read_table
 from attnlab.pipeline.figures.gif import Animation, save_gif
 from attnlab.pipeline.figures.save import save_figure
@@ -74,6 +75,9 @@ def figure_main(load, draw, argv: list[str] | None = None) -> int:
         drawn = draw(load(Tables(dict(args.table)), style), style)
     except MissingTable as missing:
         parser.error(str(missing))
+    except BundleError as err:  # a bundle that is not what collection checked: one line, no figure
+        print(f"error: {err}", file=sys.stderr)
+        return 2
     if isinstance(drawn, Animation):
         if args.out.suffix != ".gif":
             parser.error(f"this figure is animated: --out {args.out} should end in .gif")

@@ -60,6 +60,16 @@ def read_bundle(path: Path) -> dict:
     return summary
 
 
+def check_collected(folder: Path, digest: str) -> None:
+    """The bundle at `folder` is the one collection read (its bundle.json's content checksum is `digest`, from
+    runs.csv): a reader downstream of the tables reads no bundle that collection did not check. Each data file it
+    then reads is checked against this bundle.json (read_arrays, read_curve)."""
+    folder, summary = _read_manifest(folder)
+    if summary[SELF_KEY] != digest:
+        raise BundleError(f"bundle {folder} is not the one the tables were collected from (its content checksum "
+                          "differs from runs.csv's): collect again with `snakemake --forcerun collect_tables`")
+
+
 def read_curve(folder: Path) -> pd.DataFrame:
     """curve.csv, after checking its hash against bundle.json."""
     return pd.read_csv(verified_file(folder, "curve.csv"))
