@@ -33,7 +33,7 @@ VARIANTS = {
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
 # The config that trains every cell to its plateau on a 2-core machine, and its measured wall time there
 # (the CHANGELOG's measurements give the command and the machine).
-SETTLE_CONFIG, SETTLE_MINUTES = "settle", 60
+SETTLE_CONFIG, SETTLE_MINUTES = "settle", 45
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -110,10 +110,10 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     text = (f"{len(rows)} claims are inconclusive at <code>{html.escape(protocol)}</code> because a precondition "
             f"of their protocol failed: {html.escape(why)}.")
     if protocol != SETTLE_CONFIG:
-        text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains every cell to its plateau, each variant at its "
-                 f"own best LR, and decides the claims held back here on a 2-core machine in about "
+        text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
+                 f"improving, each variant at its own best LR, to judge these claims on a 2-core machine in about "
                  f"{SETTLE_MINUTES} minutes (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
-                 "</code>).")
+                 "</code>; its measured ledger is in the changelog).")
     leaning = {}
     for r in rows.itertuples():
         lean = _lean(r).removeprefix("at this protocol alone the data ")
