@@ -47,18 +47,25 @@ def draw(entries: list[dict], style: dict):
                                  "per variant, named at its row)", entries[0]["text"] if entries else None)
     norm = map_norm()
     image = None
+    # Cells trained to a plateau stop at steps of their own: then every map is titled with its own step, and the
+    # share of the ceiling (train.steps) is left out, as it is no share of that cell's training.
+    shared = len({tuple(e["steps"]) for e in entries}) <= 1
     for r, entry in enumerate(entries):
         for c in range(cols):
             ax = axes[r, c]
             if c >= len(entry["steps"]):
-                ax.text(0.5, 0.5, f"no snapshot\n(diverged at\nstep {entry['diverged_step']})", ha="center",
-                        va="center", transform=ax.transAxes, fontsize=7.5)
+                why = (f"diverged at\nstep {entry['diverged_step']}" if entry["diverged_step"] is not None
+                       else f"stopped at\nstep {entry['steps'][-1]}")
+                ax.text(0.5, 0.5, f"no snapshot\n({why})", ha="center", va="center", transform=ax.transAxes,
+                        fontsize=7.5)
                 ax.set_xticks([])
                 ax.set_yticks([])
                 continue
             image = draw_map(ax, entry["maps"][c], norm, label_x=r == rows - 1, label_y=c == 0)
-            if r == 0:
+            if r == 0 and shared:
                 ax.set_title(_step_title(entry["steps"][c], entry["total"]), fontsize=7.5)
+            elif not shared:
+                ax.set_title(f"step {entry['steps'][c]}", fontsize=7)
             if c == 0:
                 ax.set_ylabel(f"{cell_lines(entry['label'], 1.2)}\nquery position", fontsize=7.5)
     if image is not None:

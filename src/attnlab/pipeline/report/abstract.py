@@ -14,7 +14,7 @@ import pandas as pd
 from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.report import build
-from attnlab.pipeline.formatting import difference, finite
+from attnlab.pipeline.formatting import difference, finite, plural
 from attnlab.pipeline.report.ledger import reference_number, sources, tally, verdict_kind
 
 # What each variant computes, in words (the README's table says the same).
@@ -107,7 +107,8 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
         for name in head.split("; "):
             failed[name] = failed.get(name, 0) + 1
     why = ", ".join(f"{name} ({n})" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))
-    text = (f"{len(rows)} claims are inconclusive at <code>{html.escape(protocol)}</code> because a precondition "
+    text = (f"{plural(len(rows), 'claim')} {'is' if len(rows) == 1 else 'are'} inconclusive at "
+            f"<code>{html.escape(protocol)}</code> because a precondition "
             f"of their protocol failed: {html.escape(why)}.")
     if protocol != SETTLE_CONFIG:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
@@ -145,9 +146,13 @@ def improving(runs: pd.DataFrame) -> str:
     if runs.empty or "improving" not in runs:
         return ""
     cells = runs[~runs.diverged.fillna(False).astype(bool)] if "diverged" in runs else runs
-    n = int(cells.improving.fillna(False).astype(bool).sum())
+    still = cells.improving.fillna(False).astype(bool)
+    n = int(still.sum())
     if not n:
         return f"None of the {len(cells)} cells that trained was still improving when training stopped."
+    if "study" in cells and not cells[still].study.astype(str).str.contains("contest").any():
+        return (f"{n} of {len(cells)} cells {'was' if n == 1 else 'were'} still improving when training stopped, "
+                "none of them a contest cell: only the claims that read those sweep cells are held back.")
     return (f"<b>{n} of {len(cells)} cells were still improving when training stopped</b>, so every claim about "
             "trained models is judged off the posts' protocol (trained to a plateau) and can be no stronger "
             "than inconclusive here; the rankings are of models caught mid-training.")
