@@ -184,7 +184,7 @@ def test_forgetting_a_kept_bundle_removes_only_what_it_kept(tmp_path):
     (bundle / "params").mkdir(parents=True)
     (bundle / "curve.csv").write_text("step\n0\n")
     (bundle / "params" / "state").write_text("weights")
-    (bundle / "bundle.json").write_text(json.dumps({"files": ["curve.csv", "params/state"]}))
+    (bundle / "bundle.json").write_text(json.dumps({"files": {"curve.csv": "0" * 64, "params/state": "1" * 64}}))
     kept = finished.kept_path(tmp_path / "checkpoints", CellKey.of("softmax", 3e-3, 0))
     finished.keep(bundle, kept)
     (kept / "params" / "mine.txt").write_text("a user's notes")

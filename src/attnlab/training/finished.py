@@ -81,12 +81,13 @@ def forget(kept: Path) -> None:
 
 
 def _own_files(kept: Path) -> list[str]:
-    """The files a kept bundle's manifest names (none when it has no readable one: then nothing there is ours)."""
+    """The files a kept bundle's manifest names, its keys (none when it has no readable one: then nothing there
+    is ours)."""
     try:
         listed = json.loads((kept / BUNDLE_FILE).read_text())["files"]
     except (OSError, ValueError, KeyError, TypeError):
         return []
-    if not isinstance(listed, list):
+    if not isinstance(listed, dict):
         return []
     return [BUNDLE_FILE, *(name for name in listed if isinstance(name, str) and manifest_name_is_inside(name))]
 

@@ -101,7 +101,7 @@ class Plan:
             self.printer_missing = "" if printer.find_browser() else ""
         except printer.PrintError as err:
             self.printer_missing = (f"writeup.pdf was not printed: {err}; then run `snakemake writeup_pdf` "
-                                    "(writeup.html is made either way)")
+                                    "(the target before any --configfile; writeup.html is made either way)")
         self.printed_writeup = [] if self.printer_missing else [str(paths.WRITEUP_PDF)]
         if self.gpus:
             # one cell must fit its job's share; a vmapped pack trains as many at once as fit (training.lockstep)
