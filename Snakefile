@@ -9,9 +9,6 @@
 # trusted files only.
 
 
-import atexit
-
-
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
@@ -41,26 +38,14 @@ rule all:
     localrule: True
 
 
-# Without a browser, the build still makes the HTML writeup and ends with one line that says how to print it:
-# after a build that ran jobs (onsuccess), and after one that had nothing to do, which calls no hook at all
-# (so the line is said at exit by the submitting process, unless a hook has run, this was a dry run, or no
-# DAG was built: --list-rules and the like).
-ENDING = {"hook_ran": False}
-
-
-def say_printer_missing():
-    if PLAN.printer_missing:
-        print(PLAN.printer_missing)
-
-
+# Without a browser, the build still makes the HTML writeup and ends with one line that says how to print it,
+# whether it ran jobs or had nothing to do (attnlab.pipeline.plan.ending).
 onsuccess:
-    ENDING["hook_ran"] = True
-    say_printer_missing()
+    PLAN.ending.succeeded()
 
 
 onerror:
-    ENDING["hook_ran"] = True
+    PLAN.ending.failed()
 
 
-if workflow.is_main_process:
-    atexit.register(lambda: ENDING["hook_ran"] or workflow.dryrun or workflow.dag is None or say_printer_missing())
+PLAN.ending.at_exit(workflow)

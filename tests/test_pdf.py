@@ -321,3 +321,29 @@ def test_a_hung_browser_is_stopped_with_every_process_it_started(tmp_path):
         time.sleep(0.05)
     else:
         raise AssertionError(f"the browser's child {pid} outlived it")
+
+
+class _Workflow:
+    def __init__(self, dryrun=False, dag=object()):
+        self.dryrun, self.dag, self.is_main_process = dryrun, dag, True
+
+
+def test_the_ending_line_is_said_once_whether_a_hook_ran_or_not(capsys):
+    """onsuccess says the line and the exit check stays quiet; without a hook the exit check says it, but
+    not after a dry run, a failed build, or a command that built no DAG."""
+    from attnlab.pipeline.plan.ending import Ending
+
+    ran = Ending("no printer")
+    ran.succeeded()
+    ran._at_exit(_Workflow())
+    assert capsys.readouterr().out == "no printer\n"
+    for workflow, fail in [(_Workflow(), False), (_Workflow(dryrun=True), False), (_Workflow(dag=None), False),
+                           (_Workflow(), True)]:
+        end = Ending("no printer")
+        if fail:
+            end.failed()
+        end._at_exit(workflow)
+        said = capsys.readouterr().out
+        assert said == ("no printer\n" if not (fail or workflow.dryrun or workflow.dag is None) else "")
+    Ending("")._at_exit(_Workflow())
+    assert capsys.readouterr().out == ""

@@ -129,11 +129,11 @@ def cells_plateau(rows: pd.DataFrame, what: str = "cells") -> Condition:
     if "improving" not in rows:
         return Condition(PLATEAU, True, "no curve to tell (assumed)")
     if "diverged" in rows:
-        rows = rows[~rows.diverged.fillna(False).astype(bool)]
+        rows = rows[~rows.diverged.eq(True)]
     if rows.empty:
         return Condition(PLATEAU, True, f"no {what} to tell")
     unknown = int(rows.improving.isna().sum())
-    improving = rows[rows.improving.fillna(False).astype(bool)]
+    improving = rows[rows.improving.eq(True)]
     rule = f"more than {PLATEAU_TOLERANCE:.1%} gained over the last {LATE_SHARE:.0%} of training"
     if len(improving):
         gain = float(improving.late_gain.median())

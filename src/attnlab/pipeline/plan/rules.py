@@ -28,7 +28,7 @@ from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
 from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import device, expectation, packs, paths, printer
+from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
@@ -97,12 +97,14 @@ class Plan:
         self.gpu_slots = self.jobs_per_gpu if self.gpus else 0
         # The printed writeup is asked for by `all` only where a browser can print it; `snakemake writeup_pdf`
         # asks for it anywhere. Without one, `printer_missing` is the one line the build ends with.
+        self.printer_missing = ""
         try:
-            self.printer_missing = "" if printer.find_browser() else ""
+            printer.find_browser()
         except printer.PrintError as err:
             self.printer_missing = (f"writeup.pdf was not printed: {err}; then run `snakemake writeup_pdf` "
                                     "(the target before any --configfile; writeup.html is made either way)")
         self.printed_writeup = [] if self.printer_missing else [str(paths.WRITEUP_PDF)]
+        self.ending = ending.Ending(self.printer_missing)
         if self.gpus:
             # one cell must fit its job's share; a vmapped pack trains as many at once as fit (training.lockstep)
             check_device_memory(self.config, self.gpus[0], self.jobs_per_gpu)
