@@ -35,6 +35,7 @@ rule all:
         studies=PLAN.study_tables,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
+        missing=PLAN.missing_cells(),
     localrule: True
 
 

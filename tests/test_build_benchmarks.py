@@ -80,7 +80,8 @@ def test_a_workspace_without_a_log_is_refused_naming_the_fix(tmp_path):
 @pytest.mark.slow
 def test_the_cores_benchmark_prints_one_row_per_measure_with_its_effective_cores(capsys):
     """Two fresh single-threaded processes side by side, at the smoke model: every measure has a rate alone,
-    a rate each, and their ratio (between 0 and the number of processes, give or take timing noise)."""
+    a rate each, and the effective cores their combined rate over the rate alone (its value is the machine's:
+    not asserted, timings are noisy)."""
     from benchmarks import cores
 
     assert cores.main(["--processes", "2", "--config", "smoke", "--steps", "5", "--repeats", "1"]) == 0
@@ -88,8 +89,7 @@ def test_the_cores_benchmark_prints_one_row_per_measure_with_its_effective_cores
     assert [row[0] for row in rows] == ["gemm"] * 3 + ["smoke"]
     for row in rows:
         alone, each, effective = map(float, row[-3:])
-        assert alone > 0 and each > 0 and effective == pytest.approx(2 * each / alone, abs=0.01)
-        assert 0 < effective < 2.5
+        assert alone > 0 and each > 0 and effective == pytest.approx(2 * each / alone, rel=0.05, abs=0.02)
 
 
 @pytest.mark.slow

@@ -356,3 +356,18 @@ def test_a_variant_edit_retrains_its_packs_in_place(smoke_workspace, corpus_path
     fingerprints = {json.loads(after[p])["provenance"]["code_fingerprint"] for p in after if p.parts[-4] == "a3"}
     assert len(fingerprints) == 1 and fingerprints != {
         json.loads(before[p])["provenance"]["code_fingerprint"] for p in before if p.parts[-4] == "a3"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("variant", ["softmax", "a3"])  # a contest LR given, and one chosen by its sweep
+def test_a_deleted_contest_bundle_is_trained_again_and_the_tables_reread(smoke_workspace, corpus_path, tmp_path,
+                                                                          variant):
+    """Removing a contest cell's folder plans its pack (whose trainer keeps the current cells as they are) and
+    the collection after it, whether its LR is fixed or chosen by a checkpoint; no other variant trains."""
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    (gone,) = [p for p in (ws / "results" / "runs" / variant).glob("lr*/seed1")]
+    shutil.rmtree(gone)
+    planned = plan(ws, corpus=corpus_path)
+    assert str(gone.relative_to(ws)) in training_outputs(planned)
+    assert {v for v, _, _ in planned_cells(planned)} == {variant}  # only its own pack
+    assert "collect_tables" in planned

@@ -158,6 +158,36 @@ class Plan:
         known = set(self.known_cells())
         return [b for b in bundles(self.resolved_grid().bundles(studies_mod.CONTEST)) if b not in known]
 
+    def missing_cells(self) -> list[str]:
+        """Every bundle folder of the grid that is not on disk, for `all` to name.
+
+        Snakemake does not rerun a job whose output was deleted while the files made from it (the tables) are
+        present and up to date, so a deleted bundle would not be trained again and the tables would keep
+        reporting it. Named as a target, it is trained, and everything that reads it runs again. The cells of
+        'auto' variants count at the LR their select_lr checkpoint chose, read from its output on disk while
+        the Snakefile is read, once that variant's whole sweep is on disk (before that the LR is chosen anew
+        and the checkpoint brings them in). Only once some table of the build is on disk: before that nothing
+        was made from a bundle, and the build plans every cell as it always does.
+        """
+        if not any(Path(table).exists() for table in self.tables + self.study_tables + self.ladder_outputs):
+            return []
+        chosen = {}
+        for variant in self.config["variants"]:
+            choice = Path(str(paths.SELECTED_LR_PATTERN).format(variant=variant))
+            sweep = bundles(key for key in self.grid.bundles(studies_mod.SWEEP) if key.variant == variant)
+            if self.config["contest"]["lr"][variant] != AUTO or not choice.is_file():
+                continue
+            if not all(Path(b).is_dir() for b in sweep):
+                continue
+            try:
+                lr = json.loads(choice.read_text())["lr"]
+            except (ValueError, KeyError, TypeError, OSError):
+                continue  # select_lr writes it again, and the checkpoint brings its cells in
+            if isinstance(lr, float) and lr > 0:
+                chosen[variant] = lr
+        cells = (Grid(self.config, chosen) if chosen else self.grid).trained()
+        return [b for b in bundles(cells) if not Path(b).exists()]
+
     def grid_json(self, wildcards=None) -> str:
         """The contest and the sweep as the collect step reads them."""
         return quoted(grid(self.config, self.selected_lrs()).to_json())
