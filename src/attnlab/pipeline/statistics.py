@@ -11,9 +11,11 @@ and no interval.
 A claim is checked by where the interval lies against what the claim says:
 inside it, the claim holds; outside it, the claim is contradicted; across its
 edge, the result is inconclusive, and the observed spread says about how many
-seeds would settle it. This module is the only place an interval is computed:
-the tables, the claims ledger, the figures and the writeup all call it; how an
-estimate is written is attnlab.pipeline.estimate_text.
+seeds would settle it. This module is the only place a fixed-seed interval is
+computed: the tables, the claims ledger, the figures and the writeup all call
+it; how an estimate is written is attnlab.pipeline.estimate_text. The interval
+for seeds added until a comparison is decided is
+attnlab.pipeline.confidence_sequence.
 """
 
 from __future__ import annotations

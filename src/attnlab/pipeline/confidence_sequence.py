@@ -1,0 +1,116 @@
+"""An interval of a mean that stays valid when the number of seeds depends on the data seen.
+
+A t-interval is valid for a number of seeds fixed in advance. A rule that adds
+seeds while a comparison is undecided and stops once its interval clears the
+claim's threshold looks at the interval many times, and a t-interval read that
+way covers the true mean far less often than 95% (the tests measure it). A
+confidence sequence is an interval at every number of seeds that covers the
+true mean at all of them at once with 95% probability, so stopping at any
+moment the data choose leaves its coverage intact.
+
+The one used here is Lai's (1976) confidence sequence for the mean of Gaussian
+values of unknown spread, the sequential analogue of the t-interval (T. L.
+Lai, "On confidence sequences", Annals of Statistics 4(2), 265–280, 1976;
+restated with its proof as the scale-invariant mixture test in H. Wang and
+A. Ramdas, "Anytime-valid t-tests and confidence sequences for Gaussian means
+with unknown variance", Sequential Analysis, 2024, arXiv:2310.03722). For the
+n values x_i and a candidate mean m, with S = Σ(x_i − m) and V = Σ(x_i − m)²,
+
+    M_n(m) = sqrt(c / (n + c)) · (1 − S² / ((n + c) V))^(−n/2)
+
+is a nonnegative martingale under mean m whatever the spread (a normal mixture
+over the standardised effect, of precision c, integrated against the scale's
+invariant measure), so by Ville's inequality M_n(m) ≥ 1/α at some n has
+probability at most α. The interval at n is every m with M_n(m) < 1/α: with
+r = (α² c / (n + c))^(1/n), k = (1 − r)(n + c) and s² the mean squared
+deviation from the sample mean, it is x̄ ± sqrt(k s² / (n − k)) when n > k,
+and the whole line before that (too few seeds to say anything at this level).
+
+It is wider than a t-interval at the same n: the price of looking after every
+round. The mixture precision c sets the number of seeds where it is tightest;
+`tuned_precision` picks the c that makes it narrowest at the rule's budget,
+which is fixed before any seed is seen (so the choice spends no coverage).
+Like the t-interval, it rests on the per-seed differences being Gaussian.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+from scipy import optimize
+
+from attnlab.pipeline.statistics import CONFIDENCE
+
+METHOD = ("Lai's (1976) anytime-valid confidence sequence for a Gaussian mean of unknown spread "
+          "(Wang & Ramdas 2024, arXiv:2310.03722)")
+
+
+def half_width_factor(n: np.ndarray | int, precision: float, alpha: float = 1 - CONFIDENCE) -> np.ndarray:
+    """The half-width at n values over their root mean squared deviation (inf where the interval is the line)."""
+    n = np.asarray(n, dtype=float)
+    r = np.exp((2 * math.log(alpha) + np.log(precision) - np.log(n + precision)) / n)
+    k = (1 - r) * (n + precision)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > k, np.sqrt(k / np.maximum(n - k, 1e-300)), np.inf)
+
+
+def tuned_precision(seeds: int, alpha: float = 1 - CONFIDENCE) -> float:
+    """The mixture precision c that makes the interval narrowest at `seeds` values (fixed before any seed is
+    seen: it depends on the budget only)."""
+    if seeds < 2:
+        raise ValueError(f"a confidence sequence needs a budget of at least 2 seeds, not {seeds}")
+    found = optimize.minimize_scalar(lambda log_c: float(half_width_factor(seeds, math.exp(log_c), alpha)),
+                                     bounds=(-12.0, 6.0), method="bounded")
+    return float(math.exp(found.x))
+
+
+def interval(values: Sequence[float], precision: float, alpha: float = 1 - CONFIDENCE) -> tuple[float, float]:
+    """The confidence sequence's interval after these values (±inf while too few to bound the mean)."""
+    x = np.asarray(values, dtype=float)
+    if x.size == 0:
+        return -math.inf, math.inf
+    centre = float(x.mean())
+    half = float(half_width_factor(x.size, precision, alpha)) * float(np.sqrt(((x - centre) ** 2).mean()))
+    return centre - half, centre + half
+
+
+def seeds_to_clear(values: Sequence[float], threshold: float, precision: float, limit: int = 1000,
+                   alpha: float = 1 - CONFIDENCE) -> int | None:
+    """About how many seeds would put the interval clear of `threshold` if the mean and the spread stayed as
+    observed (None when no number up to `limit` would, or there is no spread to go by)."""
+    x = np.asarray(values, dtype=float)
+    if x.size < 2:
+        return None
+    gap, spread = abs(float(x.mean()) - threshold), float(np.sqrt(((x - x.mean()) ** 2).mean()))
+    if gap == 0:
+        return None
+    if spread == 0:
+        return int(x.size)
+    n = np.arange(2, limit + 1)
+    enough = np.flatnonzero(half_width_factor(n, precision, alpha) * spread < gap)
+    return int(n[enough[0]]) if enough.size else None
+
+
+DECIDED_BELOW = "below"  # the interval lies wholly below the threshold
+DECIDED_ABOVE = "above"
+UNDECIDED = "undecided"  # across the threshold, with seeds left in the budget: train another round
+BUDGET_SPENT = "budget spent"  # across the threshold at the budget: the comparison stays undecided
+
+
+def next_round(values: Sequence[float], threshold: float, max_seeds: int, round_size: int = 1,
+               alpha: float = 1 - CONFIDENCE) -> tuple[str, int]:
+    """The rule that adds seeds: after these values (one per seed, in the order trained), decided or not,
+    and how many seeds the next round adds (0 once decided or at the budget).
+
+    The interval is the confidence sequence tuned to `max_seeds`, so reading it after every round and
+    stopping when it clears the threshold keeps its 95% coverage.
+    """
+    low, high = interval(values, tuned_precision(max_seeds, alpha), alpha)
+    if high < threshold:
+        return DECIDED_BELOW, 0
+    if low > threshold:
+        return DECIDED_ABOVE, 0
+    left = max_seeds - len(values)
+    return (UNDECIDED, min(round_size, left)) if left > 0 else (BUDGET_SPENT, 0)
