@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from attnlab.core import fingerprint
-from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sealed, sha256_file
+from attnlab.core.bundle_format import BUNDLE_FILE, SELF_KEY, BundleError, cell_dir, sealed, sha256_file
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve, verified_file
 from attnlab.pipeline.plan.grid import grid
@@ -465,3 +465,43 @@ def test_results_as_a_file_is_refused_in_one_line(tmp_path, corpus_path):
     assert result.returncode != 0 and "results is a file, not a folder" in said, said[-2000:]
     assert "Traceback" not in said and "NotADirectoryError" not in said
     assert (ws / "results").read_text() == "someone's notes"
+
+
+# ---- one pack mode per comparison
+
+
+def with_pack(folder: Path, mode) -> Path:
+    """The bundle re-sealed with a pack record of `mode` (as attnlab.training.pack writes it)."""
+    summary = json.loads((folder / BUNDLE_FILE).read_text())
+    summary["provenance"]["pack"] = {"size": 2, "cells": ["a", "b"], "mode": mode}
+    (folder / BUNDLE_FILE).write_text(json.dumps(sealed({k: v for k, v in summary.items() if k != SELF_KEY})))
+    return folder
+
+
+def test_bundles_of_two_pack_modes_are_refused_naming_the_fewer_and_the_fix(tmp_path):
+    """A vmapped seed beside sequential ones would enter a paired difference silently: refused, by path."""
+    root = tmp_path / "runs"
+    folders = [make_bundle(root, the_slice(), seed=s) for s in (0, 1, 2)]
+    with_pack(folders[1], "sequential")  # a sequential pack and a cell alone are the same numerics
+    assert len(bundles_of(*folders)) == 3
+    with_pack(folders[2], "vmap")
+    for read in (lambda: bundles_of(*folders), lambda: check_bundles(folders, expectation(root))):
+        with pytest.raises(BundleError) as err:
+            read()
+        message = str(err.value)
+        assert "2 sequential, 1 vmap" in message and str(folders[2]) in message and str(folders[0]) not in message
+        assert "execution.pack_mode: sequential" in message
+
+
+def test_one_mode_throughout_is_collected_and_the_mode_is_in_runs_csv(tmp_path):
+    root = tmp_path / "runs"
+    folder = with_pack(make_bundle(root, the_slice()), "vmap")
+    collect([folder], the_grid(), tmp_path / "tables", expectation(root))
+    assert list(pd.read_csv(tmp_path / "tables" / "runs.csv")["provenance.pack.mode"]) == ["vmap"]
+
+
+@pytest.mark.parametrize("mode", ["lockstep", 3, None])
+def test_an_unknown_pack_mode_is_refused_naming_the_file(tmp_path, mode):
+    folder = with_pack(make_bundle(tmp_path / "runs", the_slice()), mode)
+    with pytest.raises(BundleError, match=r"bundle\.json has provenance\.pack\.mode"):
+        bundles_of(folder)

@@ -17,6 +17,7 @@ import shlex
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
+from attnlab.core.config_types import PACK_MODES
 from attnlab.pipeline.plan.bundle_reader import read_bundle
 from attnlab.pipeline.plan.contest_grid import ContestGrid
 
@@ -50,6 +51,43 @@ def check_cells(bundles: list[dict]) -> None:
             raise BundleError(f"bundles {seen[cell]} and {folder} are the same cell {cell[0]} "
                               f"lr={cell[1]} seed={cell[2]}; keep one")
         seen[cell] = folder
+
+
+def pack_mode(bundle: dict) -> str:
+    """How a bundle's cell was trained (provenance.pack.mode): sequential, or vmap. A bundle with no pack record
+    was trained alone, which is the sequential numerics."""
+    provenance = bundle.get("provenance")
+    pack = provenance.get("pack") if isinstance(provenance, dict) else None
+    if pack is None:
+        return PACK_MODES[0]
+    mode = pack.get("mode") if isinstance(pack, dict) else None
+    if mode not in PACK_MODES:
+        raise BundleError(f"bundle {bundle['path']}/bundle.json has provenance.pack.mode {mode!r}, not one of "
+                          f"{', '.join(PACK_MODES)}; delete the folder and rerun that cell")
+    return mode
+
+
+def check_one_pack_mode(bundles: list[dict]) -> None:
+    """Every bundle compared together was trained in one pack mode.
+
+    A vmapped cell is close to the cell trained alone, not identical (a batched matmul sums in another order,
+    and the Yat kernels amplify rounding over a curve, to more than their seed spread on a CPU). The mode is
+    an execution setting, not part of a cell's folder, so a workspace trained partly in each would compare
+    two numerics without saying so; it is refused instead.
+    """
+    by_mode: dict[str, list[str]] = {}
+    for b in bundles:
+        by_mode.setdefault(pack_mode(b), []).append(str(b["path"]))
+    if len(by_mode) > 1:
+        (fewer, folders), (more, _) = sorted(by_mode.items(), key=lambda item: (len(item[1]), item[0]))[:2]
+        shown = ", ".join(folders[:SHOWN_STALE]) + (f" and {len(folders) - SHOWN_STALE} more"
+                                                    if len(folders) > SHOWN_STALE else "")
+        counts = ", ".join(f"{len(f)} {mode}" for mode, f in sorted(by_mode.items()))
+        raise BundleError(f"the bundles compared here were trained in more than one pack mode ({counts}); a "
+                          "vmapped cell's numbers are close to the cell trained alone, not the same, so the "
+                          f"comparison would mix two numerics. The {fewer} cells: {shown}. Delete those folders "
+                          f"and build again with execution.pack_mode: {more} (or delete the others and use "
+                          f"{fewer})")
 
 
 def check_in_grid(bundles: list[dict], grid: ContestGrid | dict) -> None:
@@ -105,6 +143,7 @@ def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
         by_root.setdefault(_place(Path(b["path"]).absolute().parent.parent.parent), []).append(b)
     for same_grid in by_root.values():
         check_cells(same_grid)
+    check_one_pack_mode(bundles)
     check_expected(bundles, expected)
     return bundles
 
