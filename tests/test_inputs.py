@@ -395,3 +395,13 @@ def test_a_whole_number_given_as_text_is_told_to_drop_the_quotes(smoke_config):
     with pytest.raises(ConfigError, match=r"execution.jobs_per_gpu: '4' is text, not a number; write it without "
                                           r"quotes \(e.g. 4\)"):
         validate_config(cfg)
+
+
+def test_a_workspace_whose_state_folder_cannot_be_made_is_refused_in_one_line(tmp_path, corpus_path):
+    """Where .snakemake/ cannot be written (here a file stands in its place, as a read-only checkout would
+    refuse it to a user who is not root), even a dry run stops with one line naming the fix, not a traceback."""
+    ws = make_workspace(tmp_path)
+    (ws / ".snakemake").write_text("not a folder\n")
+    result = snakemake(ws, "-n", corpus=corpus_path, timeout=120)
+    snakemake_refused(result, "a dry run too, keeps its state under .snakemake/", "make the workspace writable")
+    assert (ws / ".snakemake").read_text() == "not a folder\n"

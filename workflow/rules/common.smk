@@ -50,7 +50,8 @@ except ConfigError as err:
     raise WorkflowError(str(err)) from None
 except OSError as err:
     raise WorkflowError(
-        f"cannot write {expectation.EXPECTED} ({err}); collection needs it: make the workspace " "writable"
+        f"cannot write {expectation.EXPECTED} ({err}); every build, a dry run too, keeps its state under "
+        ".snakemake/ (Snakemake's own as well): make the workspace writable, or copy it to a writable place"
     ) from None
 config = PLAN.config
 export(PLAN, sys.argv)
