@@ -21,6 +21,7 @@ VARIANTS: dict[str, str] = {
     "softmax_t": "attnlab.training.attention.softmax_t:SoftmaxTemperatureScore",
     "a3_heads": "attnlab.training.attention.a3_heads:A3HeadsScore",
     "sigmoid": "attnlab.training.attention.sigmoid:SigmoidScore",
+    "softmax_sink": "attnlab.training.attention.softmax_sink:SoftmaxSinkScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)

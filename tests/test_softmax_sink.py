@@ -1,0 +1,167 @@
+"""Softmax with a learned sink: w_ij = exp(s_ij) / (exp(b_h) + sum_j' exp(s_ij')), one b per layer x head.
+
+- the weights are that formula (computed here in float64), exactly 0 on future keys, rows summing to
+  1 / (1 + exp(b) / sum exp(s)) < 1; b = 0 at init, the off-by-one softmax;
+- the blockwise path equals the dense one, outputs and gradients (b's included), with shared key heads, at key
+  blocks below, at and above the window;
+- gradients stay finite on huge scores and huge sinks;
+- its telemetry: the logit as score, the learned sink per layer x head, the entropy of softmax(s);
+- exactly layers x heads parameters more than softmax; a smoke-sized cell trains.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import yaml
+from flax import nnx
+
+from attnlab.core.config import validate_config
+from attnlab.training.attention import score_class
+from attnlab.training.attention.blockwise import blockwise_attention
+from attnlab.training.params import parameter_counts
+from conftest import REPO
+from processes import run, trainer_args
+
+LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
+
+
+def make_score(sinks=None):
+    score = score_class("softmax_sink")(layers=LAYERS, heads=HEADS, d_head=DHEAD, block_size=16, rngs=nnx.Rngs(0))
+    if sinks is not None:
+        score.sink_logit[...] = jnp.asarray(sinks, jnp.float32)
+    return score
+
+
+SINKS = [[-2.0, 0.0, 1.5, 4.0], [0.5, -1.0, 3.0, -6.0]]  # (layers, heads): both signs, large and small
+
+
+def inputs(kv_heads=HEADS, scale=1.0, seed=0):
+    kq, kk, kv = jax.random.split(jax.random.key(seed), 3)
+    q = scale * jax.random.normal(kq, (BATCH, LENGTH, HEADS, DHEAD))
+    k = scale * jax.random.normal(kk, (BATCH, LENGTH, kv_heads, DHEAD))
+    v = jax.random.normal(kv, (BATCH, LENGTH, kv_heads, DHEAD))
+    group = HEADS // kv_heads
+    return q, jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
+
+
+def naive_weights(q, k, sink):
+    """The formula row by row in float64: exp(s_ij) / (exp(b_h) + sum over j' <= i of exp(s_ij'))."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    s = np.einsum("bthd,bshd->bhts", q, k) / math.sqrt(q.shape[-1])
+    w = np.zeros_like(s)
+    for i in range(s.shape[2]):
+        row = s[:, :, i, : i + 1]
+        top = np.maximum(row.max(-1, keepdims=True), np.asarray(sink, np.float64)[None, :, None])
+        e = np.exp(row - top)
+        w[:, :, i, : i + 1] = e / (np.exp(np.asarray(sink)[None, :, None] - top) + e.sum(-1, keepdims=True))
+    return w
+
+
+@pytest.mark.parametrize("layer", [0, 1])
+@pytest.mark.parametrize("scale", [0.3, 1.0, 4.0])
+def test_weights_are_the_formula(layer, scale):
+    q, k, _ = inputs(scale=scale)
+    out = make_score(SINKS)(q, k, layer=layer)
+    expected = naive_weights(q, k, SINKS[layer])
+    np.testing.assert_allclose(np.asarray(out.weights, np.float64), expected, rtol=2e-5, atol=1e-7)
+    future = ~np.tril(np.ones((LENGTH, LENGTH), dtype=bool))
+    assert np.all(np.asarray(out.weights)[..., future] == 0.0)
+    # what the row leaves for the sink: exp(b) / (exp(b) + sum exp(s)), in (0, 1) in exact arithmetic
+    logits = np.einsum("bthd,bshd->bhts", np.asarray(q, np.float64), np.asarray(k, np.float64)) / math.sqrt(DHEAD)
+    logits = np.where(np.tril(np.ones((LENGTH, LENGTH), dtype=bool)), logits, -np.inf)
+    b = np.asarray(SINKS[layer], np.float64)[None, :, None]
+    sink_share = 1.0 / (1.0 + np.exp(logits - b[..., None]).sum(-1))
+    assert np.all(sink_share > 0.0)
+    np.testing.assert_allclose(1.0 - np.asarray(out.weights, np.float64).sum(-1), sink_share, atol=1e-6)
+
+
+def test_at_init_it_is_the_off_by_one_softmax():
+    """b = 0: the first row, which sees only itself, weighs it e^s / (1 + e^s)."""
+    q, k, _ = inputs()
+    score = make_score()
+    np.testing.assert_array_equal(np.asarray(score.sink_logit[...]), np.zeros((LAYERS, HEADS)))
+    out = np.asarray(score(q, k, layer=0).weights, np.float64)
+    s00 = np.einsum("bhd,bhd->bh", np.asarray(q)[:, 0], np.asarray(k)[:, 0]) / math.sqrt(DHEAD)
+    np.testing.assert_allclose(out[:, :, 0, 0], 1.0 / (1.0 + np.exp(-s00)), rtol=1e-5)
+
+
+def output_and_grads(score, q, k, v, impl, block):
+    """The attention output and the gradients of a weighted sum of it w.r.t. q, k, v and the sink logits."""
+    probe = jax.random.normal(jax.random.key(7), q.shape)
+    graphdef, params = nnx.split(score, nnx.Param)
+
+    def loss(params, q, k, v):
+        module = nnx.merge(graphdef, params)
+        if impl == "dense":
+            out = jnp.einsum("bhts,bshd->bthd", module(q, k, 1).weights, v)
+        else:
+            out = blockwise_attention(q, k, v, module.blockwise(q, k, 1), block)
+        return (out * probe).sum(), out
+
+    (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(params, q, k, v)
+    return out, jax.tree.leaves(grads)
+
+
+def assert_close(actual, desired, tol=1e-4):
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    np.testing.assert_allclose(actual, desired, rtol=tol, atol=tol * float(np.abs(desired).max()))
+
+
+# key blocks below the window, dividing it or not, and one block wider than the window (the dense case)
+@pytest.mark.parametrize("kv_heads,block", [(HEADS, 4), (HEADS // 2, 5), (1, 12), (HEADS, 64)])
+def test_blockwise_output_and_gradients_equal_dense(kv_heads, block):
+    score = make_score(SINKS)
+    q, k, v = inputs(kv_heads, scale=2.0)
+    dense, dense_grads = output_and_grads(score, q, k, v, "dense", block)
+    blockwise, blockwise_grads = output_and_grads(score, q, k, v, "blockwise", block)
+    assert_close(blockwise, dense)
+    naive = np.einsum("bhts,bshd->bthd", naive_weights(q, k, SINKS[1]), np.asarray(v, np.float64))
+    assert_close(dense, naive)
+    assert np.abs(np.asarray(dense_grads[0])).max() > 0, "the sink logits learn"
+    for a, b in zip(blockwise_grads, dense_grads, strict=True):
+        assert_close(a, b)
+
+
+@pytest.mark.parametrize("scale,sink", [(30.0, 0.0), (1.0, 80.0), (1.0, -80.0)])
+def test_gradients_are_finite_on_huge_scores_and_sinks(scale, sink):
+    score = make_score(np.full((LAYERS, HEADS), sink))
+    q, k, v = inputs(2, scale=scale, seed=3)
+    for impl in ("dense", "blockwise"):
+        out, grads = output_and_grads(score, q, k, v, impl, 5)
+        assert np.all(np.isfinite(np.asarray(out))), impl
+        assert all(np.all(np.isfinite(np.asarray(g))) for g in grads), impl
+
+
+def test_telemetry_is_the_logit_the_sink_and_the_renormalised_rows():
+    q, k, _ = inputs(scale=2.0)
+    score = make_score(SINKS)
+    out = score(q, k, layer=0)
+    assert out.mass is None and out.gate is None and out.bias is None
+    rows = np.asarray(out.distribution, np.float64)
+    weights = np.asarray(out.weights, np.float64)
+    np.testing.assert_allclose(rows, weights / weights.sum(-1, keepdims=True), rtol=1e-4, atol=1e-7)
+    np.testing.assert_allclose(np.asarray(score.scalars()["sink_logit"]), SINKS)
+
+
+def test_it_has_layers_times_heads_more_parameters_than_softmax_at_the_default_config():
+    cfg = validate_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text()))
+    counts = parameter_counts({**cfg, "variants": ["softmax", "softmax_sink"]})
+    assert counts["softmax_sink"] - counts["softmax"] == cfg["model"]["layers"] * cfg["model"]["heads"]
+
+
+def test_a_smoke_sized_cell_trains_and_records_its_sinks(tiny_cfg, corpus_path, tmp_path):
+    cfg = {**tiny_cfg, "train": {**tiny_cfg["train"], "steps": 20, "eval_every": 10}}
+    out = tmp_path / "softmax_sink" / "lr0.003" / "seed0"
+    result = run(trainer_args(cfg, out, corpus_path, "softmax_sink", "0.003", 0))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    bundle = json.loads((out / "bundle.json").read_text())
+    assert bundle["variant"] == "softmax_sink" and bundle["steps_done"] == 20 and not bundle["diverged"]
+    assert np.isfinite(bundle["final_val_loss"]) and bundle["final_val_loss"] < math.log(65)
+    sinks = np.asarray(bundle["learned"]["sink_logit"])
+    assert sinks.shape == (cfg["model"]["layers"], cfg["model"]["heads"]) and np.any(sinks != 0.0), "b trained"
