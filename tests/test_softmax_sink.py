@@ -11,10 +11,8 @@
 
 from __future__ import annotations
 
-import json
 import math
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
@@ -23,12 +21,10 @@ from flax import nnx
 
 from attnlab.core.config import validate_config
 from attnlab.training.attention import score_class
-from attnlab.training.attention.blockwise import blockwise_attention
 from attnlab.training.params import parameter_counts
 from conftest import REPO
-from processes import run, trainer_args
-
-LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
+from score_reference import (BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, assert_close, inputs, logits64,
+                             output_and_grads, train_smoke_cell)
 
 
 def make_score(sinks=None):
@@ -41,25 +37,16 @@ def make_score(sinks=None):
 SINKS = [[-2.0, 0.0, 1.5, 4.0], [0.5, -1.0, 3.0, -6.0]]  # (layers, heads): both signs, large and small
 
 
-def inputs(kv_heads=HEADS, scale=1.0, seed=0):
-    kq, kk, kv = jax.random.split(jax.random.key(seed), 3)
-    q = scale * jax.random.normal(kq, (BATCH, LENGTH, HEADS, DHEAD))
-    k = scale * jax.random.normal(kk, (BATCH, LENGTH, kv_heads, DHEAD))
-    v = jax.random.normal(kv, (BATCH, LENGTH, kv_heads, DHEAD))
-    group = HEADS // kv_heads
-    return q, jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
-
-
 def naive_weights(q, k, sink):
     """The formula row by row in float64: exp(s_ij) / (exp(b_h) + sum over j' <= i of exp(s_ij'))."""
-    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
-    s = np.einsum("bthd,bshd->bhts", q, k) / math.sqrt(q.shape[-1])
+    s = logits64(q, k)
+    sink = np.asarray(sink, np.float64)[None, :, None]
     w = np.zeros_like(s)
     for i in range(s.shape[2]):
         row = s[:, :, i, : i + 1]
-        top = np.maximum(row.max(-1, keepdims=True), np.asarray(sink, np.float64)[None, :, None])
+        top = np.maximum(row.max(-1, keepdims=True), sink)
         e = np.exp(row - top)
-        w[:, :, i, : i + 1] = e / (np.exp(np.asarray(sink)[None, :, None] - top) + e.sum(-1, keepdims=True))
+        w[:, :, i, : i + 1] = e / (np.exp(sink - top) + e.sum(-1, keepdims=True))
     return w
 
 
@@ -73,8 +60,7 @@ def test_weights_are_the_formula(layer, scale):
     future = ~np.tril(np.ones((LENGTH, LENGTH), dtype=bool))
     assert np.all(np.asarray(out.weights)[..., future] == 0.0)
     # what the row leaves for the sink: exp(b) / (exp(b) + sum exp(s)), in (0, 1) in exact arithmetic
-    logits = np.einsum("bthd,bshd->bhts", np.asarray(q, np.float64), np.asarray(k, np.float64)) / math.sqrt(DHEAD)
-    logits = np.where(np.tril(np.ones((LENGTH, LENGTH), dtype=bool)), logits, -np.inf)
+    logits = np.where(np.tril(np.ones((LENGTH, LENGTH), dtype=bool)), logits64(q, k), -np.inf)
     b = np.asarray(SINKS[layer], np.float64)[None, :, None]
     sink_share = 1.0 / (1.0 + np.exp(logits - b[..., None]).sum(-1))
     assert np.all(sink_share > 0.0)
@@ -91,30 +77,7 @@ def test_at_init_it_is_the_off_by_one_softmax():
     np.testing.assert_allclose(out[:, :, 0, 0], 1.0 / (1.0 + np.exp(-s00)), rtol=1e-5)
 
 
-def output_and_grads(score, q, k, v, impl, block):
-    """The attention output and the gradients of a weighted sum of it w.r.t. q, k, v and the sink logits."""
-    probe = jax.random.normal(jax.random.key(7), q.shape)
-    graphdef, params = nnx.split(score, nnx.Param)
-
-    def loss(params, q, k, v):
-        module = nnx.merge(graphdef, params)
-        if impl == "dense":
-            out = jnp.einsum("bhts,bshd->bthd", module(q, k, 1).weights, v)
-        else:
-            out = blockwise_attention(q, k, v, module.blockwise(q, k, 1), block)
-        return (out * probe).sum(), out
-
-    (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(params, q, k, v)
-    return out, jax.tree.leaves(grads)
-
-
-def assert_close(actual, desired, tol=1e-4):
-    actual, desired = np.asarray(actual), np.asarray(desired)
-    np.testing.assert_allclose(actual, desired, rtol=tol, atol=tol * float(np.abs(desired).max()))
-
-
-# key blocks below the window, dividing it or not, and one block wider than the window (the dense case)
-@pytest.mark.parametrize("kv_heads,block", [(HEADS, 4), (HEADS // 2, 5), (1, 12), (HEADS, 64)])
+@pytest.mark.parametrize("kv_heads,block", BLOCK_CASES)
 def test_blockwise_output_and_gradients_equal_dense(kv_heads, block):
     score = make_score(SINKS)
     q, k, v = inputs(kv_heads, scale=2.0)
@@ -156,12 +119,6 @@ def test_it_has_layers_times_heads_more_parameters_than_softmax_at_the_default_c
 
 
 def test_a_smoke_sized_cell_trains_and_records_its_sinks(tiny_cfg, corpus_path, tmp_path):
-    cfg = {**tiny_cfg, "train": {**tiny_cfg["train"], "steps": 20, "eval_every": 10}}
-    out = tmp_path / "softmax_sink" / "lr0.003" / "seed0"
-    result = run(trainer_args(cfg, out, corpus_path, "softmax_sink", "0.003", 0))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    bundle = json.loads((out / "bundle.json").read_text())
-    assert bundle["variant"] == "softmax_sink" and bundle["steps_done"] == 20 and not bundle["diverged"]
-    assert np.isfinite(bundle["final_val_loss"]) and bundle["final_val_loss"] < math.log(65)
+    bundle = train_smoke_cell(tiny_cfg, corpus_path, tmp_path, "softmax_sink")
     sinks = np.asarray(bundle["learned"]["sink_logit"])
-    assert sinks.shape == (cfg["model"]["layers"], cfg["model"]["heads"]) and np.any(sinks != 0.0), "b trained"
+    assert sinks.shape == (tiny_cfg["model"]["layers"], tiny_cfg["model"]["heads"]) and np.any(sinks != 0.0)

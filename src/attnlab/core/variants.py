@@ -22,6 +22,7 @@ VARIANTS: dict[str, str] = {
     "a3_heads": "attnlab.training.attention.a3_heads:A3HeadsScore",
     "sigmoid": "attnlab.training.attention.sigmoid:SigmoidScore",
     "softmax_sink": "attnlab.training.attention.softmax_sink:SoftmaxSinkScore",
+    "cog": "attnlab.training.attention.cog:CogScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)

@@ -1,0 +1,72 @@
+"""What the tests of one score function share: random inputs with shared key heads, the attention output and
+its gradients through the dense or the blockwise path, a closeness check, and a smoke-sized training cell."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from processes import run, trainer_args
+
+LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
+# key blocks below the window, dividing it or not, and one wider than the window (the dense case)
+BLOCK_CASES = [(HEADS, 4), (HEADS // 2, 5), (1, 12), (HEADS, 64)]
+
+
+def inputs(kv_heads=HEADS, scale=1.0, seed=0):
+    """q (B,T,H,D); k and v with kv_heads heads, each repeated for its group of query heads, as the model does."""
+    kq, kk, kv = jax.random.split(jax.random.key(seed), 3)
+    q = scale * jax.random.normal(kq, (BATCH, LENGTH, HEADS, DHEAD))
+    k = scale * jax.random.normal(kk, (BATCH, LENGTH, kv_heads, DHEAD))
+    v = jax.random.normal(kv, (BATCH, LENGTH, kv_heads, DHEAD))
+    group = HEADS // kv_heads
+    return q, jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
+
+
+def logits64(q, k):
+    """q.k / sqrt(d_h) in float64, (B, H, T, S)."""
+    q, k = np.asarray(q, np.float64), np.asarray(k, np.float64)
+    return np.einsum("bthd,bshd->bhts", q, k) / math.sqrt(q.shape[-1])
+
+
+def output_and_grads(score, q, k, v, impl, block, layer=1):
+    """The attention output and the gradients of a weighted sum of it w.r.t. the module's parameters (if any),
+    q, k and v."""
+    probe = jax.random.normal(jax.random.key(7), q.shape)
+    graphdef, params = nnx.split(score, nnx.Param)
+
+    def loss(params, q, k, v):
+        module = nnx.merge(graphdef, params)
+        if impl == "dense":
+            out = jnp.einsum("bhts,bshd->bthd", module(q, k, layer).weights, v)
+        else:
+            from attnlab.training.attention.blockwise import blockwise_attention
+
+            out = blockwise_attention(q, k, v, module.blockwise(q, k, layer), block)
+        return (out * probe).sum(), out
+
+    (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(params, q, k, v)
+    return out, jax.tree.leaves(grads)
+
+
+def assert_close(actual, desired, tol=1e-4):
+    actual, desired = np.asarray(actual), np.asarray(desired)
+    np.testing.assert_allclose(actual, desired, rtol=tol, atol=tol * float(np.abs(desired).max()))
+
+
+def train_smoke_cell(tiny_cfg, corpus_path, tmp_path, variant: str) -> dict:
+    """A 20-step smoke-sized cell of `variant` through the trainer's command line; its bundle.json, checked
+    to have trained without diverging to a loss below the uniform one."""
+    cfg = {**tiny_cfg, "train": {**tiny_cfg["train"], "steps": 20, "eval_every": 10}}
+    out = tmp_path / variant / "lr0.003" / "seed0"
+    result = run(trainer_args(cfg, out, corpus_path, variant, "0.003", 0))
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    bundle = json.loads((out / "bundle.json").read_text())
+    assert bundle["variant"] == variant and bundle["steps_done"] == 20 and not bundle["diverged"]
+    assert np.isfinite(bundle["final_val_loss"]) and bundle["final_val_loss"] < math.log(65)
+    return bundle
