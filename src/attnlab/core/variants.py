@@ -23,6 +23,7 @@ VARIANTS: dict[str, str] = {
     "sigmoid": "attnlab.training.attention.sigmoid:SigmoidScore",
     "softmax_sink": "attnlab.training.attention.softmax_sink:SoftmaxSinkScore",
     "cog": "attnlab.training.attention.cog:CogScore",
+    "ssmax": "attnlab.training.attention.ssmax:SSMaxScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
