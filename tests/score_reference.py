@@ -70,3 +70,24 @@ def train_smoke_cell(tiny_cfg, corpus_path, tmp_path, variant: str) -> dict:
     assert bundle["variant"] == variant and bundle["steps_done"] == 20 and not bundle["diverged"]
     assert np.isfinite(bundle["final_val_loss"]) and bundle["final_val_loss"] < math.log(65)
     return bundle
+
+
+def assert_finite_through_both_paths(score, q, k, v, block=5):
+    """Outputs and every gradient finite, dense and blockwise."""
+    for impl in ("dense", "blockwise"):
+        out, grads = output_and_grads(score, q, k, v, impl, block)
+        assert np.all(np.isfinite(np.asarray(out))), impl
+        assert all(np.all(np.isfinite(np.asarray(g))) for g in grads), impl
+
+
+def parameters_beyond_softmax(variant: str) -> tuple[int, dict]:
+    """How many parameters `variant` has beyond softmax at the default config, and that config's model section."""
+    import yaml
+
+    from attnlab.core.config import validate_config
+    from attnlab.training.params import parameter_counts
+    from conftest import REPO
+
+    cfg = validate_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text()))
+    counts = parameter_counts({**cfg, "variants": ["softmax", variant]})
+    return counts[variant] - counts["softmax"], cfg["model"]

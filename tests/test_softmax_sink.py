@@ -16,15 +16,12 @@ import math
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import yaml
 from flax import nnx
 
-from attnlab.core.config import validate_config
 from attnlab.training.attention import score_class
-from attnlab.training.params import parameter_counts
-from conftest import REPO
 from score_reference import (BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, assert_close, inputs, logits64,
-                             output_and_grads, train_smoke_cell)
+                             assert_finite_through_both_paths, output_and_grads,
+                             parameters_beyond_softmax, train_smoke_cell)
 
 
 def make_score(sinks=None):
@@ -95,10 +92,7 @@ def test_blockwise_output_and_gradients_equal_dense(kv_heads, block):
 def test_gradients_are_finite_on_huge_scores_and_sinks(scale, sink):
     score = make_score(np.full((LAYERS, HEADS), sink))
     q, k, v = inputs(2, scale=scale, seed=3)
-    for impl in ("dense", "blockwise"):
-        out, grads = output_and_grads(score, q, k, v, impl, 5)
-        assert np.all(np.isfinite(np.asarray(out))), impl
-        assert all(np.all(np.isfinite(np.asarray(g))) for g in grads), impl
+    assert_finite_through_both_paths(score, q, k, v)
 
 
 def test_telemetry_is_the_logit_the_sink_and_the_renormalised_rows():
@@ -113,9 +107,8 @@ def test_telemetry_is_the_logit_the_sink_and_the_renormalised_rows():
 
 
 def test_it_has_layers_times_heads_more_parameters_than_softmax_at_the_default_config():
-    cfg = validate_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text()))
-    counts = parameter_counts({**cfg, "variants": ["softmax", "softmax_sink"]})
-    assert counts["softmax_sink"] - counts["softmax"] == cfg["model"]["layers"] * cfg["model"]["heads"]
+    extra, model = parameters_beyond_softmax("softmax_sink")
+    assert extra == model["layers"] * model["heads"]
 
 
 def test_a_smoke_sized_cell_trains_and_records_its_sinks(tiny_cfg, corpus_path, tmp_path):

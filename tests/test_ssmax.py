@@ -15,15 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import yaml
 from flax import nnx
 
-from attnlab.core.config import validate_config
 from attnlab.training.attention import score_class
-from attnlab.training.params import parameter_counts
-from conftest import REPO
 from score_reference import (BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, assert_close, inputs, logits64,
-                             output_and_grads, train_smoke_cell)
+                             assert_finite_through_both_paths, output_and_grads,
+                             parameters_beyond_softmax, train_smoke_cell)
 
 SCALES = [[0.2, 0.5, 1.0, -0.3], [0.05, 2.0, 0.7, 0.0]]  # (layers, heads)
 
@@ -81,16 +78,12 @@ def test_blockwise_output_and_gradients_equal_dense_and_the_reference(kv_heads, 
 
 def test_gradients_are_finite_on_huge_scores():
     q, k, v = inputs(2, scale=30.0, seed=3)
-    for impl in ("dense", "blockwise"):
-        out, grads = output_and_grads(make_score(SCALES), q, k, v, impl, 5)
-        assert np.all(np.isfinite(np.asarray(out))), impl
-        assert all(np.all(np.isfinite(np.asarray(g))) for g in grads), impl
+    assert_finite_through_both_paths(make_score(SCALES), q, k, v)
 
 
 def test_it_has_layers_times_heads_more_parameters_than_softmax_at_the_default_config():
-    cfg = validate_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text()))
-    counts = parameter_counts({**cfg, "variants": ["softmax", "ssmax"]})
-    assert counts["ssmax"] - counts["softmax"] == cfg["model"]["layers"] * cfg["model"]["heads"]
+    extra, model = parameters_beyond_softmax("ssmax")
+    assert extra == model["layers"] * model["heads"]
 
 
 def test_a_smoke_sized_cell_trains_and_records_its_scales(tiny_cfg, corpus_path, tmp_path):
