@@ -2,7 +2,10 @@
 
 Sigmoid attention does not normalise its rows: for it the distributions checked
 are its rows renormalised (ScoreOutput.distribution, what the row entropy is
-taken of); its own weights are checked in tests/test_sigmoid.py.
+taken of); its own weights are checked in tests/test_sigmoid.py. Softpick's
+rows may attend to nothing (all weights 0, its normaliser's may_pick_nothing):
+such rows are allowed to sum to 0, every other row to 1
+(tests/test_softpick.py checks its weights).
 """
 
 import jax
@@ -22,16 +25,23 @@ def make_score(variant):
     return score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, block_size=BLOCK, rngs=nnx.Rngs(0))
 
 
-def assert_causal_distribution(weights, mass=None):
-    """Rows sum to 1 over the visible keys; a kernel's rows to mass / (mass + 1e-9), the seed's normaliser."""
+def assert_causal_distribution(weights, mass=None, may_pick_nothing=False):
+    """Rows sum to 1 over the visible keys; a kernel's rows to mass / (mass + 1e-9), the seed's normaliser; with
+    `may_pick_nothing`, a row of zeros too."""
     w = np.asarray(weights, dtype=np.float64)
     length = w.shape[-1]
     assert np.all(np.isfinite(w)), "weights contain NaN or inf"
     assert np.all(w >= 0)
     expected = 1.0 if mass is None else np.asarray(mass, np.float64) / (np.asarray(mass, np.float64) + 1e-9)
+    if may_pick_nothing:
+        expected = np.where(w.sum(-1) == 0.0, 0.0, expected)
     np.testing.assert_allclose(w.sum(-1), expected, atol=1e-5)
     future = ~np.tril(np.ones((length, length), dtype=bool))
     assert np.all(w[..., future] == 0.0), "weight on a masked (future) key"
+
+
+def picks_nothing(score) -> bool:
+    return getattr(getattr(score, "normaliser", None), "may_pick_nothing", False)
 
 
 def qk(scale, length=7, seed=0):
@@ -44,8 +54,9 @@ def qk(scale, length=7, seed=0):
 @pytest.mark.parametrize("scale", [0.1, 1.0, 30.0])
 def test_weights_are_causal_distributions(variant, scale):
     q, k = qk(scale)
-    out = make_score(variant)(q, k, layer=1)
-    assert_causal_distribution(row_distribution(out), out.mass)
+    score = make_score(variant)
+    out = score(q, k, layer=1)
+    assert_causal_distribution(row_distribution(out), out.mass, picks_nothing(score))
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
@@ -54,8 +65,9 @@ def test_huge_scores_stay_finite(variant):
     q, k = qk(1.0)
     q = q / jnp.linalg.norm(q, axis=-1, keepdims=True) * 1e3
     k = k / jnp.linalg.norm(k, axis=-1, keepdims=True) * 1e3
-    out = make_score(variant)(q, k, layer=0)
-    assert_causal_distribution(row_distribution(out))
+    score = make_score(variant)
+    out = score(q, k, layer=0)
+    assert_causal_distribution(row_distribution(out), may_pick_nothing=picks_nothing(score))
     assert np.all(np.isfinite(np.asarray(out.weights)))
     assert float(jnp.max(out.scores)) > 1e4
 
@@ -63,15 +75,20 @@ def test_huge_scores_stay_finite(variant):
 @pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "yat"])
 def test_zero_queries_give_distributions(variant):
     _, k = qk(1.0)
-    out = make_score(variant)(jnp.zeros_like(k), k, layer=0)
-    assert_causal_distribution(row_distribution(out))
+    score = make_score(variant)
+    out = score(jnp.zeros_like(k), k, layer=0)
+    assert_causal_distribution(row_distribution(out), may_pick_nothing=picks_nothing(score))
 
 
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_single_visible_key_gets_all_the_weight(variant):
     q, k = qk(1.0, length=1)
-    w = row_distribution(make_score(variant)(q, k, layer=0))
-    np.testing.assert_allclose(np.asarray(w), 1.0, rtol=1e-6)  # kernels: kappa / (kappa + 1e-9)
+    score = make_score(variant)
+    w = np.asarray(row_distribution(score(q, k, layer=0)))
+    if picks_nothing(score):  # softpick: all of it where the one score is positive, none where it is not
+        w = w[w > 0]
+        assert w.size
+    np.testing.assert_allclose(w, 1.0, rtol=1e-6)  # kernels: kappa / (kappa + 1e-9)
 
 
 def test_zero_mass_kernel_row_gets_zero_weights_as_in_the_seed():

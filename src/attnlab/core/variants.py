@@ -24,6 +24,7 @@ VARIANTS: dict[str, str] = {
     "softmax_sink": "attnlab.training.attention.softmax_sink:SoftmaxSinkScore",
     "cog": "attnlab.training.attention.cog:CogScore",
     "ssmax": "attnlab.training.attention.ssmax:SSMaxScore",
+    "softpick": "attnlab.training.attention.softpick:SoftpickScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
