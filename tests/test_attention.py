@@ -3,9 +3,10 @@
 Sigmoid attention does not normalise its rows: for it the distributions checked
 are its rows renormalised (ScoreOutput.distribution, what the row entropy is
 taken of); its own weights are checked in tests/test_sigmoid.py. Softpick's
-rows may attend to nothing (all weights 0, its normaliser's may_pick_nothing):
-such rows are allowed to sum to 0, every other row to 1
-(tests/test_softpick.py checks its weights).
+and stick-breaking's rows may attend to nothing (all weights 0, their
+normaliser's may_pick_nothing): such rows are allowed to sum to 0, every other
+row's distribution to 1 (tests/test_softpick.py and tests/test_stickbreaking.py
+check their weights).
 """
 
 import jax
@@ -85,9 +86,10 @@ def test_single_visible_key_gets_all_the_weight(variant):
     q, k = qk(1.0, length=1)
     score = make_score(variant)
     w = np.asarray(row_distribution(score(q, k, layer=0)))
-    if picks_nothing(score):  # softpick: all of it where the one score is positive, none where it is not
-        w = w[w > 0]
-        assert w.size
+    if picks_nothing(score):  # all of the weight or none of it (softpick: none at a score <= 0; stick-breaking:
+        # none ever, row 0 having no earlier key)
+        assert np.all((w == 0.0) | (np.abs(w - 1.0) < 1e-3))
+        return
     np.testing.assert_allclose(w, 1.0, rtol=1e-6)  # kernels: kappa / (kappa + 1e-9)
 
 

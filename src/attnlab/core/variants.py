@@ -25,6 +25,7 @@ VARIANTS: dict[str, str] = {
     "cog": "attnlab.training.attention.cog:CogScore",
     "ssmax": "attnlab.training.attention.ssmax:SSMaxScore",
     "softpick": "attnlab.training.attention.softpick:SoftpickScore",
+    "stickbreaking": "attnlab.training.attention.stickbreaking:StickBreakingScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
