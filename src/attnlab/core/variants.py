@@ -26,6 +26,7 @@ VARIANTS: dict[str, str] = {
     "ssmax": "attnlab.training.attention.ssmax:SSMaxScore",
     "softpick": "attnlab.training.attention.softpick:SoftpickScore",
     "stickbreaking": "attnlab.training.attention.stickbreaking:StickBreakingScore",
+    "selective": "attnlab.training.attention.selective:SelectiveScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
