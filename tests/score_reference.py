@@ -91,3 +91,16 @@ def parameters_beyond_softmax(variant: str) -> tuple[int, dict]:
     cfg = validate_config(yaml.safe_load((REPO / "config" / "default.yaml").read_text()))
     counts = parameter_counts({**cfg, "variants": ["softmax", variant]})
     return counts[variant] - counts["softmax"], cfg["model"]
+
+
+def assert_blockwise_equals_dense_and_reference(score, naive_weights, kv_heads, block, scale=2.0) -> list:
+    """The blockwise output and gradients equal the dense path's, and the dense output equals the float64
+    reference's weights (naive_weights(q, k)) applied to the values; returns the dense gradients."""
+    q, k, v = inputs(kv_heads, scale=scale)
+    dense, dense_grads = output_and_grads(score, q, k, v, "dense", block)
+    blockwise, blockwise_grads = output_and_grads(score, q, k, v, "blockwise", block)
+    assert_close(blockwise, dense)
+    assert_close(dense, np.einsum("bhts,bshd->bthd", naive_weights(q, k), np.asarray(v, np.float64)))
+    for a, b in zip(blockwise_grads, dense_grads, strict=True):
+        assert_close(a, b)
+    return dense_grads

@@ -13,9 +13,9 @@ import pytest
 from flax import nnx
 
 from attnlab.training.attention import score_class
-from score_reference import (BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, assert_close, inputs, logits64,
-                             assert_finite_through_both_paths, output_and_grads,
-                             parameters_beyond_softmax, train_smoke_cell)
+from score_reference import (assert_blockwise_equals_dense_and_reference,
+                             BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, inputs, logits64,
+                             assert_finite_through_both_paths, parameters_beyond_softmax, train_smoke_cell)
 
 VISIBLE = np.tril(np.ones((LENGTH, LENGTH), dtype=bool))
 
@@ -47,14 +47,7 @@ def test_weights_are_the_formula_signed_with_magnitudes_summing_to_one(scale):
 
 @pytest.mark.parametrize("kv_heads,block", BLOCK_CASES)
 def test_blockwise_output_and_gradients_equal_dense_and_the_reference(kv_heads, block):
-    score = make_score()
-    q, k, v = inputs(kv_heads, scale=2.0)
-    dense, dense_grads = output_and_grads(score, q, k, v, "dense", block)
-    blockwise, blockwise_grads = output_and_grads(score, q, k, v, "blockwise", block)
-    assert_close(blockwise, dense)
-    assert_close(dense, np.einsum("bhts,bshd->bthd", naive_weights(q, k), np.asarray(v, np.float64)))
-    for a, b in zip(blockwise_grads, dense_grads, strict=True):
-        assert_close(a, b)
+    assert_blockwise_equals_dense_and_reference(make_score(), naive_weights, kv_heads, block)
 
 
 @pytest.mark.parametrize("scale", [1e-3, 30.0])

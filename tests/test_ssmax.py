@@ -18,9 +18,9 @@ import pytest
 from flax import nnx
 
 from attnlab.training.attention import score_class
-from score_reference import (BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, assert_close, inputs, logits64,
-                             assert_finite_through_both_paths, output_and_grads,
-                             parameters_beyond_softmax, train_smoke_cell)
+from score_reference import (assert_blockwise_equals_dense_and_reference,
+                             BLOCK_CASES, DHEAD, HEADS, LAYERS, LENGTH, inputs, logits64,
+                             assert_finite_through_both_paths, parameters_beyond_softmax, train_smoke_cell)
 
 SCALES = [[0.2, 0.5, 1.0, -0.3], [0.05, 2.0, 0.7, 0.0]]  # (layers, heads)
 
@@ -65,15 +65,9 @@ def test_at_init_a_window_of_block_size_ends_on_plain_softmax():
 
 @pytest.mark.parametrize("kv_heads,block", BLOCK_CASES)
 def test_blockwise_output_and_gradients_equal_dense_and_the_reference(kv_heads, block):
-    score = make_score(SCALES)
-    q, k, v = inputs(kv_heads, scale=2.0)
-    dense, dense_grads = output_and_grads(score, q, k, v, "dense", block)
-    blockwise, blockwise_grads = output_and_grads(score, q, k, v, "blockwise", block)
-    assert_close(blockwise, dense)
-    assert_close(dense, np.einsum("bhts,bshd->bthd", naive_weights(q, k, SCALES[1]), np.asarray(v, np.float64)))
+    dense_grads = assert_blockwise_equals_dense_and_reference(
+        make_score(SCALES), lambda q, k: naive_weights(q, k, SCALES[1]), kv_heads, block)
     assert np.abs(np.asarray(dense_grads[0])).max() > 0, "the scales learn"
-    for a, b in zip(blockwise_grads, dense_grads, strict=True):
-        assert_close(a, b)
 
 
 def test_gradients_are_finite_on_huge_scores():

@@ -19,13 +19,12 @@ one [0, 1] scale for every variant, where a negative weight shows as 0.
 
 from __future__ import annotations
 
-import math
 
 import jax.numpy as jnp
-from flax import nnx
 
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, masked_softmax, pairwise_dots
+from attnlab.training.attention.base import ScoreOutput, masked_softmax
 from attnlab.training.attention.normalisers import Softmax
+from attnlab.training.attention.plain_logits import PlainLogitsScore
 
 
 class SignedSoftmax(Softmax):
@@ -46,19 +45,7 @@ class SignedSoftmax(Softmax):
         return stats, jnp.sign(scores) * weights, rescale
 
 
-class CogScore(nnx.Module):
+class CogScore(PlainLogitsScore):
     """No learned parameters: the score map is softmax's, only the normaliser differs."""
 
     normaliser = SignedSoftmax()
-
-    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
-        self.d_head = d_head
-
-    def _logits(self, q: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
-        return pairwise_dots(q, k) / math.sqrt(self.d_head)
-
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        return self.normaliser.dense(self._logits(q, k), causal_mask(q.shape[1]))
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer(self.normaliser, lambda k_block: self._logits(q, k_block))

@@ -29,13 +29,12 @@ computed, not of the rows that attend. No row mass.
 
 from __future__ import annotations
 
-import math
 
 import jax
 import jax.numpy as jnp
-from flax import nnx
 
-from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, pairwise_dots
+from attnlab.training.attention.base import Normaliser, ScoreOutput
+from attnlab.training.attention.plain_logits import PlainLogitsScore
 
 SOFTPICK_EPS = 1e-6  # the paper's epsilon in the denominator
 
@@ -92,19 +91,7 @@ class Softpick(Normaliser):
         return acc / (total + SOFTPICK_EPS * jnp.exp(-peak))[..., None]
 
 
-class SoftpickScore(nnx.Module):
+class SoftpickScore(PlainLogitsScore):
     """No learned parameters: the score map is softmax's, only the normaliser differs."""
 
     normaliser = Softpick()
-
-    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
-        self.d_head = d_head
-
-    def _logits(self, q: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
-        return pairwise_dots(q, k) / math.sqrt(self.d_head)
-
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        return self.normaliser.dense(self._logits(q, k), causal_mask(q.shape[1]))
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer(self.normaliser, lambda k_block: self._logits(q, k_block))
