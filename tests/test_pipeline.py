@@ -274,7 +274,7 @@ def planned_train_commands(ws: Path, configfile: str, corpus: Path) -> dict[str,
             _, variant, listed, root, _ = PACK_COMMAND.search(command).groups()
             (cell,) = [word for word in listed.split() if word != "--cell"]  # one cell per job
             lr, seed = cell.split(",")
-            commands[f"{root}/{variant}/lr{lr}/seed{seed}"] = re.sub(r"\| tee \S+$", "| tee {log}", command)
+            commands[f"{root}/{variant}/lr{lr}/seed{seed}"] = re.sub(r"--log \S+$", "--log {log}", command)
     return commands
 
 

@@ -35,10 +35,10 @@ if PLAN.packs:
             message:
                 f"Training the pack {pack.describe()}"
             shell:
-                "set -o pipefail; python -m attnlab.training.pack --cell-config {params.cell} "
+                "python -m attnlab.training.pack --cell-config {params.cell} "
                 "--variant {params.variant} {params.cells} --corpus {input.corpus} --out-root {params.root} "
                 "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} "
-                "--compile-cache {params.cache} --threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
+                "--compile-cache {params.cache} --threads {threads} --watch-pid $PPID --log {log}"
 
 else:
 
@@ -65,10 +65,12 @@ else:
         shell:
             # A pack of one: a current bundle is left as it is, so switching to or from packs retrains nothing.
             # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
-            "set -o pipefail; python -m attnlab.training.pack --cell-config {params.cell} --variant {wildcards.variant} "
+            # --log: the trainer writes its log itself, under a lock, so a second build with --nolock is refused
+            # without truncating the first one's log (attnlab.training.job_log).
+            "python -m attnlab.training.pack --cell-config {params.cell} --variant {wildcards.variant} "
             "--cell {wildcards.lr},{wildcards.seed} --corpus {input.corpus} --out-root {params.root} "
             "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} --compile-cache {params.cache} "
-            "--threads {threads} --watch-pid $PPID 2>&1 | tee {log}"
+            "--threads {threads} --watch-pid $PPID --log {log}"
 
 
 checkpoint select_lr:

@@ -48,7 +48,7 @@ class ResumeCheckpoints:
             self._open()
         except BaseException:
             self.release()
-            self._tidy_root()
+            _tidy_root(self.root)
             raise
 
     def _open(self) -> None:
@@ -145,27 +145,33 @@ class ResumeCheckpoints:
         self._manager.close()
         shutil.rmtree(self.directory, ignore_errors=True)
         self.release()
-        parent = self.directory.parent
-        while parent != self.root and self.root in parent.parents:
-            try:
-                os.rmdir(parent)
-            except FileNotFoundError:
-                pass
-            except OSError:
-                return
-            parent = parent.parent
-        self._tidy_root()
+        prune(self.directory, self.root)
 
-    def _tidy_root(self) -> None:
-        """Remove root if the trainer made it and it holds nothing but its marker. Trainers ending together may
-        tidy at once: whichever comes second finds the marker or the root gone, which is the same end."""
-        marker = self.root / ROOT_MARKER
+
+def prune(directory: Path, root: Path) -> None:
+    """Remove the parents of a removed cell folder up to root that it left empty (never a non-empty one), then
+    root itself when the trainer made it and it holds nothing but its marker. Trainers ending together may prune
+    at once: whichever comes second finds the folder or the marker gone, which is the same end."""
+    parent = Path(directory).parent
+    while parent != root and root in parent.parents:
         try:
-            if marker.is_file() and [p.name for p in self.root.iterdir()] == [ROOT_MARKER]:
-                marker.unlink(missing_ok=True)
-                os.rmdir(self.root)
-        except OSError:  # gone already, or another trainer put its folder there meanwhile: it stays
+            os.rmdir(parent)
+        except FileNotFoundError:
             pass
+        except OSError:
+            return
+        parent = parent.parent
+    _tidy_root(root)
+
+
+def _tidy_root(root: Path) -> None:
+    marker = root / ROOT_MARKER
+    try:
+        if marker.is_file() and [p.name for p in root.iterdir()] == [ROOT_MARKER]:
+            marker.unlink(missing_ok=True)
+            os.rmdir(root)
+    except OSError:  # gone already, or another trainer put its folder there meanwhile: it stays
+        pass
 
 
 def save_params(directory: Path, params) -> None:

@@ -12,7 +12,8 @@ the cell's, and a pack may hold any of them. The Snakemake workflow runs one pac
 (attnlab.pipeline.plan.packs). A cell whose bundle is already current (attnlab.training.current) is left as
 it is, so a pack that runs again because it gained a cell trains that cell alone. With --checkpoint-dir,
 each finished cell's bundle is also kept there until the whole pack has ended (attnlab.training.finished),
-so a failed pack's next run trains only the cells it had not finished.
+so a failed pack's next run trains only the cells it had not finished. A pack that ends well also removes what
+killed runs left beside its cells (attnlab.training.leftovers).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ from attnlab.core.config_types import PACK_MODE_ENV, PACK_MODES
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
-from attnlab.training import finished
+from attnlab.training import finished, job_log, leftovers
 from attnlab.training.current import current_bundle
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.lockstep import run_lockstep
@@ -82,7 +83,9 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
             done.append((summary, phases))
     if checkpoint_dir is not None:  # the pack ended well: Snakemake keeps every bundle now
         for key in keys:
-            finished.forget(finished.kept_path(checkpoint_dir, key))
+            kept = finished.kept_path(checkpoint_dir, key)
+            finished.forget(kept)
+            leftovers.tidy(cell_dir(Path(out_root), key.variant, key.lr, key.seed), checkpoint_dir, key, kept, log)
     return done
 
 
@@ -109,7 +112,15 @@ def main(argv: list[str] | None = None) -> int:
                         help=f"sequential (CPU) or vmap (accelerators); default ${PACK_MODE_ENV}, else auto")
     parser.add_argument("--watch-pid", type=int, default=None,
                         help="exit when this process (the Snakemake that started the job) is gone")
+    parser.add_argument("--log", type=Path, default=None,
+                        help="also write stdout and stderr here, held for the whole run (a second run is refused)")
     args = parser.parse_args(argv)
+    if args.log is not None:
+        try:
+            job_log.tee_into(args.log)
+        except ConfigError as err:
+            print(f"error: {err}", file=sys.stderr)
+            return 2
     if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
         parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
     configure_runtime(args.threads, args.compile_cache)

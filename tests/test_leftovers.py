@@ -1,0 +1,136 @@
+"""What killed runs leave beside a cell is removed once its pack ends well (attnlab.training.leftovers), and a
+training job's log is the job's own while it runs (attnlab.training.job_log)."""
+
+from __future__ import annotations
+
+import copy
+import fcntl
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
+from attnlab.core.cell_key import CellKey
+from attnlab.training import checkpoint, finished
+from attnlab.training.folder_lock import FolderLock
+from attnlab.training.pack import run_pack
+from processes import CODE_FINGERPRINT, refused, run
+
+KEY = CellKey.of("softmax", 3e-3, 0)
+
+
+@pytest.fixture
+def one_cell(tiny_cfg, small_corpus, tmp_path):
+    """A tiny softmax cell trained by a pack with checkpoints, as the workflow trains it."""
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    cfg["train"].update(steps=10, eval_every=5)
+    root, checkpoints = tmp_path / "runs", tmp_path / "checkpoints"
+    run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=lambda *_: None)
+    return cfg, corpus, root, checkpoints
+
+
+def plant_what_kills_leave(out: Path, checkpoints: Path) -> list[Path]:
+    """A killed trainer's leftovers, named as the trainer names them: stale locks (a dead pid in them), staging
+    and moved-aside folders, a checkpoint folder with an Orbax step, a kept bundle's staging folder."""
+    own = cell_dir(checkpoints.resolve(), KEY.variant, KEY.lr, KEY.seed)
+    kept = finished.kept_path(checkpoints, KEY)
+    planted = [out.parent / f".{out.name}.lock", own.parent / f".{own.name}.lock",
+               out.parent / f".{out.name}.partial-k1ll3d", out.parent / f".{out.name}.old-k1ll3d",
+               kept.parent / f".{kept.name}.partial-k1ll3d", own]
+    for lock in planted[:2]:
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        lock.write_text("999999999 elsewhere\n")
+    for folder in planted[2:5]:
+        (folder / "bundle").mkdir(parents=True)
+        (folder / "bundle" / "curve.csv").write_text("step,train_loss,val_loss\n")
+    (own / "orbax" / "1400" / "state").mkdir(parents=True)
+    (own / "orbax" / "1400" / "state" / "data").write_bytes(b"\0" * 64)
+    (own / checkpoint.MARKER).touch()
+    (checkpoints / checkpoint.ROOT_MARKER).touch()  # the killed trainer made the root
+    return planted
+
+
+def test_a_pack_that_ends_well_removes_what_killed_runs_left_and_nothing_else(one_cell):
+    cfg, corpus, root, checkpoints = one_cell
+    out = cell_dir(root, KEY.variant, KEY.lr, KEY.seed)
+    sealed = (out / BUNDLE_FILE).read_bytes()
+    planted = plant_what_kills_leave(out, checkpoints)
+    notes = out.parent / "notes.txt"  # a user's file beside the bundles
+    notes.write_text("mine\n")
+    said = []
+    run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=said.append)
+    assert [p for p in planted if os.path.lexists(p)] == []
+    assert (out / BUNDLE_FILE).read_bytes() == sealed  # current: left as it was, not trained again
+    assert notes.read_text() == "mine\n"
+    assert not checkpoints.exists()  # made by the trainer, and empty once the cell's folder went
+    assert any("removed what a killed run left" in line for line in said)
+
+
+def test_a_file_of_someone_elses_in_the_checkpoint_folder_stays_with_its_folder(one_cell):
+    cfg, corpus, root, checkpoints = one_cell
+    out = cell_dir(root, KEY.variant, KEY.lr, KEY.seed)
+    plant_what_kills_leave(out, checkpoints)
+    own = cell_dir(checkpoints.resolve(), KEY.variant, KEY.lr, KEY.seed)
+    (own / "my-notes.md").write_text("mine\n")
+    run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=lambda *_: None)
+    assert (own / "my-notes.md").read_text() == "mine\n"
+    assert not (own / "orbax").exists() and not (own / checkpoint.MARKER).exists()
+
+
+def test_a_cell_another_trainer_holds_keeps_everything(one_cell):
+    """A live holder of the cell's lock may be writing its staging folder or checkpoints right now."""
+    cfg, corpus, root, checkpoints = one_cell
+    out = cell_dir(root, KEY.variant, KEY.lr, KEY.seed)
+    planted = plant_what_kills_leave(out, checkpoints)
+    (out.parent / f".{out.name}.lock").unlink()
+    said = []
+    with FolderLock(out, "--out"):
+        run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=said.append)
+        assert [p for p in planted[1:] if not os.path.lexists(p)] == []
+    assert any("in use by another attnlab trainer" in line for line in said)
+
+
+# ---- the job's log
+
+
+def pack_command(cfg: dict, corpus: Path, root: Path, log: Path) -> list:
+    return ["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", "softmax",
+            "--cell", "0.003,0", "--corpus", corpus, "--out-root", root, "--code-fingerprint", CODE_FINGERPRINT,
+            "--log", log]
+
+
+def test_a_second_run_of_a_job_is_refused_and_leaves_the_first_ones_log_whole(tiny_cfg, small_corpus, tmp_path):
+    """As a second build with --nolock starts the job the first is running: the first's log is not truncated."""
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    log = tmp_path / "logs" / "train_pack_softmax.log"
+    log.parent.mkdir()
+    first = "softmax lr=0.003 seed=0 step 10/60 train 3.1 val 3.2\n" * 50
+    log.write_text(first)
+    with open(log, "a") as held:  # the first run's trainer holds it
+        fcntl.flock(held, fcntl.LOCK_EX)
+        result = run(pack_command(cfg, corpus, tmp_path / "runs", log))
+    refused(result, str(log), "another run of this job", "--nolock")
+    assert log.read_text() == first
+    assert not (tmp_path / "runs").exists()  # nothing was trained
+
+
+def test_a_job_writes_its_whole_output_into_its_log_replacing_an_earlier_runs(tiny_cfg, small_corpus, tmp_path):
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    cfg["train"].update(steps=10, eval_every=5)
+    log = tmp_path / "logs" / "train_pack_softmax.log"
+    log.parent.mkdir()
+    log.write_text("an earlier run's log\n")
+    result = run(pack_command(cfg, corpus, tmp_path / "runs", log))
+    assert result.returncode == 0, result.stderr[-3000:]
+    written = log.read_text()
+    assert "an earlier run's log" not in written
+    assert "done softmax lr=0.003 seed=0" in written  # the last line printed: the log got everything
+    assert "done softmax lr=0.003 seed=0" in result.stdout  # and the job's output still shows
