@@ -12,6 +12,7 @@
 include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
+include: "workflow/rules/rounds.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
@@ -35,6 +36,7 @@ rule all:
         studies=PLAN.study_tables,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
+        rounds=PLAN.rounds_tables,
         missing=PLAN.missing_cells(),
     localrule: True
 

@@ -117,6 +117,8 @@ show_table(frame, "The contest: best validation loss per variant at its contest 
            "from softmax (variant − softmax of the same seed; the gap in percent through the mean per-seed "
            "log-ratio).", "contest", groups=groups)
 say(contest.contest_results(tables["contest"], PROTOCOL))
+if "seed_rounds" in tables:
+    say(contest.rounds_text(tables["seed_rounds"]))
 show_figure("paired_differences")
 show_figure("loss_curves")
 say(contest.still_improving(runs))

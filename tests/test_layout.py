@@ -305,7 +305,7 @@ def seed_bounds(node, key: str = "") -> list[tuple[str, int, int]]:
     if not isinstance(node, dict):
         return []
     found = []
-    if "seed" in key.split(".")[-1]:
+    if key.split(".")[-1] in ("seed", "seeds"):  # a seed's value (max_seeds, a count of them, is no seed)
         value = node.get("items", node)
         found.append((key, value.get("minimum"), value.get("maximum")))
     for name, sub in node.get("properties", {}).items():

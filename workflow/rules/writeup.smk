@@ -25,6 +25,7 @@ rule ledger:
         tables=PLAN.tables,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
+        rounds=PLAN.rounds_tables,
     output:
         ledger=PLAN.ledger,
     log:
@@ -53,6 +54,7 @@ rule writeup:
         captions=PLAN.captions,
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
+        rounds=PLAN.rounds_tables,
         studies=PLAN.study_tables,
         published_config=PLAN.published_config,
         lock=PLAN.lock,

@@ -41,19 +41,10 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import optimize
 
-from attnlab.pipeline.statistics import CONFIDENCE
+from attnlab.pipeline.statistics import CONFIDENCE, half_width_factor  # the formula below, kept with the intervals
 
 METHOD = ("Lai's (1976) anytime-valid confidence sequence for a Gaussian mean of unknown spread "
           "(Wang & Ramdas 2024, arXiv:2310.03722)")
-
-
-def half_width_factor(n: np.ndarray | int, precision: float, alpha: float = 1 - CONFIDENCE) -> np.ndarray:
-    """The half-width at n values over their root mean squared deviation (inf where the interval is the line)."""
-    n = np.asarray(n, dtype=float)
-    r = np.exp((2 * math.log(alpha) + np.log(precision) - np.log(n + precision)) / n)
-    k = (1 - r) * (n + precision)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(n > k, np.sqrt(k / np.maximum(n - k, 1e-300)), np.inf)
 
 
 def tuned_precision(seeds: int, alpha: float = 1 - CONFIDENCE) -> float:

@@ -31,6 +31,9 @@ SHARE_SHARP = f"share_below_{SHARP_BELOW:g}"
 SHARE_DIFFUSE = f"share_above_{DIFFUSE_ABOVE:g}"
 # What the posts call a score scale's "per-layer mean": per seed, the mean over layers of each layer's max score.
 SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
+# The kernel post's quality gap, "about 1%" around its own 1.1–1.4%: kernel / baseline − 1 within this band (the
+# ledger's check, attnlab.pipeline.claims.kernel_post, and the rule that adds seeds, attnlab.pipeline.plan.rounds).
+KERNEL_GAP_BAND = (0.005, 0.025)
 TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")  # the a3_vs_temperature table's arms, against the baseline
 DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same table
 
@@ -149,6 +152,14 @@ _TABLES = (
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "verdict", "measured", "interval",
            "seeds", "protocol", "lean"), open=True),
+    # Seeds added until decided (contest.rounds, attnlab.pipeline.tables.rounds): one row per round and comparison the
+    # rule reads, its confidence sequence over the seeds so far (cs_low, cs_high on the reported scale: a ratio
+    # where `ratio`), its state, about how many seeds would decide it at the observed spread, the round's outcome
+    # and the seeds it asked for next; precision is the sequence's mixture precision (tuned to max_seeds).
+    Table("seed_rounds", "rounds", "one round of seeds and one comparison the rule reads",
+          ("round", "n_seeds", "seeds", "comparison", "first", "second", "ratio", "thresholds", "n_paired", "mean",
+           "cs_low", "cs_high", "state", "seeds_needed", "outcome", "next_seeds", "max_seeds", "precision",
+           "method"), formats=("csv",)),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",
           COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),
@@ -158,8 +169,9 @@ _TABLES = (
 TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
 LEDGER = "ledger"  # the claims ledger's own table
-# Tables the ledger reads where the build ran that study (the composability study, the scale ladder).
-LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims")
+# Tables the ledger reads where the build ran that study (the composability study, the scale ladder) or added
+# seeds until decided (seed_rounds).
+LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds")
 
 
 def written_by(step: str) -> tuple[str, ...]:

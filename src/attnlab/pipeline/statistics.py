@@ -15,13 +15,17 @@ seeds would settle it. This module is the only place a fixed-seed interval is
 computed: the tables, the claims ledger, the figures and the writeup all call
 it; how an estimate is written is attnlab.pipeline.estimate_text. The interval
 for seeds added until a comparison is decided is
-attnlab.pipeline.confidence_sequence.
+attnlab.pipeline.confidence_sequence: inside `sequential(precision)`, every
+interval computed here is that confidence sequence's instead (a build whose
+seeds were added by a rule that read the data).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,6 +39,9 @@ TOO_FEW_POINTS = "too few points for an interval (a trend needs more rungs than 
 NOISE_RESOLUTION = "one seed: more seeds would give an interval of their own"
 STABLE_MARGIN = 2.0  # a verdict is stable when its interval's half-width is at most 1/STABLE_MARGIN of its clearance
 MAX_SEEDS = 1000  # beyond this many seeds, "more than" is all that is said
+# The mixture precision of the confidence sequence every interval is computed with, where seeds were added until
+# decided (None: fixed seeds, t-intervals). Set with `sequential`.
+_SEQUENTIAL: ContextVar[float | None] = ContextVar("sequential_precision", default=None)
 
 # The verdicts of the claims ledger. The two "by construction" verdicts are settled by how the model is built,
 # not by an experiment, and are counted apart from the empirical ones everywhere.
@@ -72,6 +79,7 @@ class Estimate:
     ratio: bool = False
     wins: int | None = None
     noise: str = ""  # one seed read against a stated noise scale: where that scale comes from
+    sequential: bool = False  # the interval is the confidence sequence's (seeds added until decided)
 
     @property
     def has_interval(self) -> bool:
@@ -130,7 +138,7 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
     back = np.exp if ratio else (lambda x: x)
     values = tuple(float(v) for v in back(working))
     return Estimate(float(back(center)), float(back(low)), float(back(high)), n, seeds, values, center, spread,
-                    ratio, wins)
+                    ratio, wins, sequential=_SEQUENTIAL.get() is not None)
 
 
 def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False) -> Estimate:
@@ -213,12 +221,47 @@ def slope_with_seed_effect(points: Mapping) -> Estimate:
                     noise=f"a regression of {len(x)} points on {df} residual degrees of freedom")
 
 
+@contextmanager
+def sequential(precision: float) -> Iterator[None]:
+    """Within it, every interval is the confidence sequence's of this mixture precision (tuned to the budget of
+    the rule that added the seeds: attnlab.pipeline.confidence_sequence.tuned_precision)."""
+    token = _SEQUENTIAL.set(float(precision))
+    try:
+        yield
+    finally:
+        _SEQUENTIAL.reset(token)
+
+
+def half_widths(n, spread: float) -> np.ndarray:
+    """The interval's half-width at n values (an int or an array of them) of sample standard deviation `spread`:
+    the t-interval's, or inside `sequential` the confidence sequence's (inf while it is the whole line)."""
+    n = np.asarray(n, dtype=float)
+    precision = _SEQUENTIAL.get()
+    if precision is None:
+        return stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * spread / np.sqrt(n)
+    return half_width_factor(n, precision) * spread * np.sqrt((n - 1) / n)  # its spread is the ddof-0 one
+
+
+def half_width_factor(n: np.ndarray | int, precision: float, alpha: float = 1 - CONFIDENCE) -> np.ndarray:
+    """Lai's confidence sequence (attnlab.pipeline.confidence_sequence, which explains it): its half-width at n
+    values over their root mean squared deviation (inf where the interval is the whole line)."""
+    n = np.asarray(n, dtype=float)
+    r = np.exp((2 * math.log(alpha) + np.log(precision) - np.log(n + precision)) / n)
+    k = (1 - r) * (n + precision)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(n > k, np.sqrt(k / np.maximum(n - k, 1e-300)), np.inf)
+
+
 def interval(center: float, spread: float, n: int) -> tuple[float, float]:
-    """The t-interval of a mean of n values with sample standard deviation `spread` (NaN below two)."""
+    """The t-interval of a mean of n values with sample standard deviation `spread` (NaN below two), or inside
+    `sequential` the confidence sequence's (±inf while too few seeds bound the mean)."""
     if n < 2 or not math.isfinite(spread) or spread == 0:  # zero spread: degenerate, no interval (ZERO_SPREAD)
         return math.nan, math.nan
-    low, high = stats.t.interval(CONFIDENCE, n - 1, loc=center, scale=spread / math.sqrt(n))
-    return float(low), float(high)
+    if _SEQUENTIAL.get() is None:
+        low, high = stats.t.interval(CONFIDENCE, n - 1, loc=center, scale=spread / math.sqrt(n))
+        return float(low), float(high)
+    half = float(half_widths(n, spread))
+    return center - half, center + half
 
 
 def seeds_for_stability(estimate: Estimate, *thresholds: float) -> float | None:
@@ -231,7 +274,7 @@ def seeds_for_stability(estimate: Estimate, *thresholds: float) -> float | None:
     if gap == 0:
         return math.inf
     n = np.arange(2, MAX_SEEDS + 1)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * estimate.spread / np.sqrt(n)
+    half = half_widths(n, estimate.spread)
     enough = np.flatnonzero(half <= gap)
     return int(n[enough[0]]) if enough.size else None
 
@@ -252,7 +295,7 @@ def seeds_to_resolve(estimate: Estimate, *thresholds: float) -> float | None:
     if estimate.spread == 0:
         return estimate.n
     n = np.arange(2, MAX_SEEDS + 1)
-    half = stats.t.ppf(0.5 + CONFIDENCE / 2, n - 1) * estimate.spread / np.sqrt(n)
+    half = half_widths(n, estimate.spread)
     enough = np.flatnonzero(half < gap)
     return int(n[enough[0]]) if enough.size else None
 

@@ -16,12 +16,12 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, contest_losses,
                                             contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
-from attnlab.pipeline.contract import at_lr
+from attnlab.pipeline.contract import KERNEL_GAP_BAND, at_lr
 from attnlab.pipeline.statistics import CONFIDENCE, every, in_range, one_sided
 from attnlab.pipeline.estimate_text import describe
 
 # What each claim says, as numbers.
-GAP_BAND = (0.005, 0.025)  # "about 1%" around the post's own 1.1–1.4%: kernel / softmax − 1 within this band
+GAP_BAND = KERNEL_GAP_BAND  # "about 1%" around the post's own 1.1–1.4%: kernel / softmax − 1 within this band
 DEATH_GAP = 0.5  # nats above the best other sweep LR that count as dead (published: +1.1 at 1e-2, untrained level)
 LR_BAND = 0.015  # "a 1 percent band" (the post's own column: 1.06%): (max − min) / min below this
 DEATH_LR = 1e-2  # the LR the post says softmax dies at

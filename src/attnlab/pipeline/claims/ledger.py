@@ -7,6 +7,7 @@ STEM.csv (one row per claim, a `verdict` column), .md and .tex.
 from __future__ import annotations
 
 import argparse
+import contextlib
 from dataclasses import asdict
 from pathlib import Path
 
@@ -67,17 +68,33 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     pub = pub or published()
     protocol = build_protocol(tables)
     diverged = diverged_note(tables)
+    precision, rounds_note = sequential_rounds(tables)
     rows = []
-    for check in CHECKS:
-        claim = check(tables, pub, protocol)
-        claim.protocol = protocol
-        if diverged and not claim.verdict.startswith((*statistics.BY_CONSTRUCTION, statistics.NOT_TESTABLE)):
-            claim.note = "; ".join(filter(None, [claim.note, diverged]))
-        rows.append(asdict(claim))
-    for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
-        claim.protocol = claim.protocol or protocol
-        rows.append(asdict(claim))
+    # Where the build added seeds until decided, every interval is the confidence sequence the rule read.
+    with statistics.sequential(precision) if precision else contextlib.nullcontext():
+        for check in CHECKS:
+            claim = check(tables, pub, protocol)
+            claim.protocol = protocol
+            empirical = not claim.verdict.startswith((*statistics.BY_CONSTRUCTION, statistics.NOT_TESTABLE))
+            notes = [diverged, rounds_note] if empirical else []
+            claim.note = "; ".join(filter(None, [claim.note, *notes]))
+            rows.append(asdict(claim))
+        for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
+            claim.protocol = claim.protocol or protocol
+            rows.append(asdict(claim))
     return pd.DataFrame(rows, columns=contract.columns("ledger"))
+
+
+def sequential_rounds(tables: dict[str, pd.DataFrame]) -> tuple[float | None, str]:
+    """The confidence sequence's precision and a note naming it, where the build added contest seeds until
+    decided (its seed_rounds table), else (None, '')."""
+    rounds = tables.get("seed_rounds")
+    if rounds is None or rounds.empty:
+        return None, ""
+    last = rounds[rounds["round"] == rounds["round"].max()].iloc[0]
+    note = (f"contest seeds added until decided, {int(last.n_seeds)} of a budget of {int(last.max_seeds)} "
+            f"({last.outcome} after round {int(last['round'])}); every interval is {last.method}")
+    return float(last.precision), note
 
 
 def diverged_note(tables: dict[str, pd.DataFrame]) -> str:

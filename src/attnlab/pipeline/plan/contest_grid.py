@@ -25,6 +25,7 @@ class ContestGrid:
     cells: tuple[tuple[str, float, int], ...] = ()  # each distinct cell once: (variant, LR, seed)
     keys: tuple[CellKey, ...] = ()  # every cell of the contest and of the sweep (a shared cell once in each)
     protocol: str = ""  # the config's name
+    rounds_budget: int = 0  # seeds added until decided, up to this many (contest.rounds.max_seeds); 0: fixed seeds
 
     def sweep_lrs_of(self, variant: str) -> list[float]:
         """The LRs one variant's sweep trains, in order (its own list, else the one every variant sweeps)."""
@@ -34,12 +35,14 @@ class ContestGrid:
         return "auto" if variant in self.auto else "given"
 
     def to_json(self) -> dict:
-        return {"variants": list(self.variants), "contest_lr": dict(self.contest_lr),
+        data = {"variants": list(self.variants), "contest_lr": dict(self.contest_lr),
                 "contest_seeds": list(self.contest_seeds), "sweep_seeds": list(self.sweep_seeds),
                 "sweep_lrs": list(self.sweep_lrs),
                 "sweep_lrs_by_variant": {v: list(lrs) for v, lrs in self.sweep_lrs_by_variant.items()},
                 "auto": list(self.auto), "cells": [list(c) for c in self.cells],
                 "keys": [key.to_json() for key in self.keys], "protocol": self.protocol}
+        # only where seeds are added, so a fixed-seed build's collect step keeps its params (and reruns nothing)
+        return {**data, "rounds_budget": self.rounds_budget} if self.rounds_budget else data
 
     @classmethod
     def from_json(cls, data: dict) -> "ContestGrid":
@@ -53,7 +56,8 @@ class ContestGrid:
                    auto=tuple(data.get("auto") or ()),
                    cells=tuple((v, float(lr), int(s)) for v, lr, s in data.get("cells") or ()),
                    keys=tuple(CellKey.from_json(k) for k in data.get("keys") or ()),
-                   protocol=str(data.get("protocol", "")))
+                   protocol=str(data.get("protocol", "")),
+                   rounds_budget=int(data.get("rounds_budget") or 0))
 
     @classmethod
     def of(cls, value) -> "ContestGrid":

@@ -174,6 +174,7 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> ContestGrid:
         cells=tuple(sorted(cells)),
         keys=tuple(key for name in studies_mod.BUILT_IN for key in built.cells(name)),
         protocol=cfg["name"],
+        rounds_budget=int((cfg["contest"].get("rounds") or {}).get("max_seeds", 0)),
     )
 
 

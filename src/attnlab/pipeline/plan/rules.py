@@ -12,6 +12,7 @@ attnlab.pipeline.plan.expectation).
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -28,7 +29,7 @@ from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
 from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer
+from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer, rounds
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
@@ -61,8 +62,13 @@ class Plan:
         check_corpus_room(self.grid, local_corpus(self.config, paths.CORPUS))
         # Training jobs: one per pack of cells (attnlab.pipeline.plan.packs), or the one rule train_cell per cell.
         self.pack_size = self.config["execution"]["pack_size"]
+        # Seeds added until decided (contest.rounds): the first round is contest.seeds, each later one trains only
+        # once the seed_round checkpoint of the round before asks for it (attnlab.pipeline.plan.rounds).
+        rounds.check_rounds(self.config, str(self.config_file))
+        self.round_seeds = rounds.round_seeds(self.config)
+        self.rounds = len(self.round_seeds) > 1
         self.packs = packs.partition(Grid(self.config, packs.pending_lrs(self.config)).trained(), self.pack_size) \
-            if self.pack_size > 1 else []
+            + self._round_packs() if self.pack_size > 1 else []
         self.studies = self.grid.names()
         self.ladder = LADDER in self.studies
         self.composability = COMPOSABILITY in self.studies
@@ -81,8 +87,9 @@ class Plan:
         self.expected_runs = self._expectation(expectation.RUNS, studies_mod.CONTEST, studies_mod.SWEEP)
         self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
         self.build_manifest = str(paths.table("build", "json"))
+        self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
         self.optional_tables = sorted(set(
-            ([COMPOSABILITY] if self.composability else [])
+            ([COMPOSABILITY] if self.composability else []) + [Path(t).stem for t in self.rounds_tables]
             + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
             + [paths.study_file(name) for name in self.studies]))
         self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
@@ -146,8 +153,53 @@ class Plan:
         return chosen
 
     def resolved_grid(self) -> Grid:
-        """The grid with every 'auto' contest LR chosen (asks the select_lr checkpoints)."""
-        return Grid(self.config, self.selected_lrs())
+        """The grid with every 'auto' contest LR chosen (asks the select_lr checkpoints) and, where seeds are
+        added until decided, every round's seeds (asks the seed_round checkpoints)."""
+        return Grid(self.decided_config(), self.selected_lrs())
+
+    # ---- seeds added until decided (attnlab.pipeline.plan.rounds)
+
+    def _round_packs(self) -> list[packs.Pack]:
+        """The training packs of every later round: that round's contest cells alone (their LR pending for an
+        'auto' variant), named after the round, so the first round's packs are the ones a fixed-seed build has."""
+        made = []
+        for index, seeds in enumerate(self.round_seeds[1:], start=1):
+            later = Grid(rounds.with_contest_seeds(self.config, seeds), packs.pending_lrs(self.config))
+            made += [dataclasses.replace(pack, rule=f"{pack.rule}_round{index}")
+                     for pack in packs.partition(later.bundles(studies_mod.CONTEST), self.pack_size)]
+        return made
+
+    def decided_rounds(self) -> int:
+        """How many rounds the build trains: it reads each seed_round checkpoint's output in turn until one asks
+        for no more seeds (one round, asking nothing, without contest.rounds)."""
+        if not self.rounds:
+            return 1
+        for index in range(len(self.round_seeds)):
+            path = self.checkpoints.seed_round.get(round=index).output[0]
+            if not json.loads(Path(path).read_text())["next_seeds"]:
+                return index + 1
+        return len(self.round_seeds)
+
+    def decided_config(self) -> dict:
+        """The config with the contest seeds of every round the build trains."""
+        if not self.rounds:
+            return self.config
+        return rounds.with_contest_seeds(self.config, rounds.seeds_through(self.config, self.decided_rounds() - 1))
+
+    def round_cells(self, wildcards) -> list[str]:
+        """The contest cells of rounds 0..round, which the seed_round checkpoint of that round reads."""
+        upto = rounds.with_contest_seeds(self.config, rounds.seeds_through(self.config, int(wildcards.round)))
+        return bundles(Grid(upto, self.selected_lrs()).bundles(studies_mod.CONTEST))
+
+    def round_decisions(self, wildcards=None) -> list[str]:
+        """Every round's decision the build made, in order (none without contest.rounds)."""
+        if not self.rounds:
+            return []
+        return [str(paths.ROUND_PATTERN).format(round=index) for index in range(self.decided_rounds())]
+
+    def rounds_config(self, wildcards=None) -> str:
+        """What the rule reads of the config: the variants, the contest and the sweep (a param: an edit reruns it)."""
+        return quoted({key: self.config[key] for key in ("variants", "contest", "sweep")})
 
     def known_cells(self, wildcards=None) -> list[str]:
         """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
@@ -189,8 +241,8 @@ class Plan:
         return [b for b in bundles(cells) if not Path(b).exists()]
 
     def grid_json(self, wildcards=None) -> str:
-        """The contest and the sweep as the collect step reads them."""
-        return quoted(grid(self.config, self.selected_lrs()).to_json())
+        """The contest (with every round's seeds) and the sweep as the collect step reads them."""
+        return quoted(grid(self.decided_config(), self.selected_lrs()).to_json())
 
     def sweep_cells(self, wildcards) -> list[str]:
         """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""

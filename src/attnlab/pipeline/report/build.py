@@ -24,11 +24,12 @@ PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", 
 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
-    """Every table the collect step writes (the table contract), and the composability table when the build has it
-    (attnlab.pipeline.plan.build_manifest)."""
+    """Every table the collect step writes (the table contract), and the composability and seed_rounds tables when the
+    build has them (attnlab.pipeline.plan.build_manifest)."""
     tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
-    if build_manifest.has_table(folder, "composability"):
-        tables["composability"] = pd.read_csv(Path(folder) / "composability.csv")
+    for name in ("composability", "seed_rounds"):  # the composability study; seeds added until decided
+        if build_manifest.has_table(folder, name):
+            tables[name] = pd.read_csv(Path(folder) / f"{name}.csv")
     return tables
 
 

@@ -169,3 +169,29 @@ def best_lr_results(best: pd.DataFrame) -> str:
                 f"{percent(r.gap_vs_softmax)} with each at its best LR)")
     return (text + " The contest runs these variants away from their best sweep LR: " + "; ".join(map(moved, off))
             + f". A claim about a gap to {BASELINE} can turn on that choice.")
+
+
+def rounds_text(rounds: pd.DataFrame) -> str:
+    """How many seeds the contest grew to and why: each round's outcome, each comparison's last interval."""
+    last_round = rounds[rounds["round"] == rounds["round"].max()]
+    last = last_round.iloc[0]
+    states = "; ".join(
+        f"{row.comparison} [{_bound(row.cs_low, row.ratio)}, {_bound(row.cs_high, row.ratio)}] {row.state}"
+        + (f" (about {int(row.seeds_needed)} seeds at the observed spread)"
+           if row.state != "decided" and pd.notna(row.seeds_needed) else "")
+        for row in last_round.itertuples())
+    ended = {"decided": "every comparison the rule reads was decided",
+             "budget spent": "the budget was spent with a comparison still undecided"}.get(last.outcome, last.outcome)
+    return (f"The contest's seeds were added until decided: {int(last.n_seeds)} seeds per variant in "
+            f"{int(last['round']) + 1} rounds, of a budget of {int(last.max_seeds)}; after the last round, {ended}. "
+            f"Every interval of this build is {last.method}, which stays valid when the number of seeds depends "
+            f"on the data seen, in place of the t-interval, and wider than it (docs/statistics.md). The "
+            f"comparisons the rule read, after the last round: {states}.")
+
+
+def _bound(value, ratio: bool) -> str:
+    """One end of a rounds interval: a ratio as its gap in percent, a difference in nats; unbounded while the
+    sequence is still the whole line."""
+    if not finite(value):
+        return "unbounded"
+    return f"{float(value) - 1:+.2%}" if str(ratio) == "True" else f"{float(value):+.4f} nats"

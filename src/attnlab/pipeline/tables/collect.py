@@ -8,12 +8,13 @@ and every table is written with exactly the columns the table contract names
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline import contract
+from attnlab.pipeline import confidence_sequence, contract, statistics
 from attnlab.pipeline.tables.arms import a3_vs_temperature_table, normswap_table, params_table
 from attnlab.pipeline.tables.checks import check_expected, check_in_grid
 from attnlab.pipeline.tables.contest import best_lr_table, contest_table
@@ -47,11 +48,15 @@ def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
 def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | dict) -> dict[str, pd.DataFrame]:
     """Every collected table of the contract, each checked against its contract columns."""
     grid = ContestGrid.of(grid)
-    contest = contest_table(runs, grid)
-    built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
-             "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),
-             "normswap": normswap_table(runs, grid), "a3_vs_temperature": a3_vs_temperature_table(runs, grid),
-             **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
+    # Seeds added until decided: every interval is the confidence sequence the rule read (tables.rounds).
+    sequential = statistics.sequential(confidence_sequence.tuned_precision(grid.rounds_budget)) \
+        if grid.rounds_budget else contextlib.nullcontext()
+    with sequential:
+        contest = contest_table(runs, grid)
+        built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
+                 "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),
+                 "normswap": normswap_table(runs, grid), "a3_vs_temperature": a3_vs_temperature_table(runs, grid),
+                 **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
     for name, table in built.items():
         conforms(name, table)
     return {name: built[name] for name in contract.COLLECTED}

@@ -1,0 +1,93 @@
+"""Seeds added until decided: which seeds each round of the contest trains, and what the rule compares.
+
+A config with `contest.rounds: {max_seeds, round_size}` trains contest.seeds as round 0. After each round
+the seed_round checkpoint (attnlab.pipeline.tables.rounds) reads the comparisons below over the seeds so far,
+through an anytime-valid confidence sequence, and asks for the next round while one of them is undecided;
+the plan then trains the next `round_size` seeds, the next integers after every seed the contest and the sweep
+use, up to `max_seeds` per variant. Pure data and arithmetic on the config, so the Snakefile can read it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from attnlab.core.errors import ConfigError
+from attnlab.pipeline.contract import BASELINE, KERNEL_GAP_BAND
+
+STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_by)
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """first − second (or first / second when `ratio`) of the contest's best validation loss, paired by seed;
+    decided when its interval holds none of `thresholds` (on the reported scale)."""
+
+    label: str
+    first: str
+    second: str
+    ratio: bool
+    thresholds: tuple[float, ...]
+    claim: str
+
+
+def comparisons(variants) -> list[Comparison]:
+    """The ledger's thresholded loss comparisons among these variants, with the ledger's own thresholds."""
+    have = set(variants)
+    band = (1 + KERNEL_GAP_BAND[0], 1 + KERNEL_GAP_BAND[1])
+    found = [Comparison(f"{kernel} / {BASELINE}", kernel, BASELINE, True, band,
+                        "softmax beats the kernel on quality by about 1%")
+             for kernel in ("yat", "yat_b") if {kernel, BASELINE} <= have]
+    if {"a3", BASELINE} <= have:
+        found.append(Comparison(f"{BASELINE} − a3", BASELINE, "a3", False, (0.0,), "A3's gain over softmax"))
+    if {"a3", "softmax_t"} <= have:
+        found.append(Comparison("softmax_t − a3", "softmax_t", "a3", False, (0.0,),
+                                "A3's gain beyond a per-head temperature"))
+    if {"yat_b_exp", "yat_b"} <= have:
+        found.append(Comparison("yat_b_exp − yat_b", "yat_b_exp", "yat_b", False, (0.0,),
+                                "a softmax over the kernel trains better than its l1 normalisation"))
+    return found
+
+
+def round_seeds(cfg: dict) -> list[tuple[int, ...]]:
+    """The seeds each round trains, round 0 being contest.seeds (one round without contest.rounds)."""
+    first = tuple(int(s) for s in cfg["contest"]["seeds"])
+    rounds = cfg["contest"].get(STEP)
+    if rounds is None:
+        return [first]
+    size, budget = int(rounds.get("round_size", 1)), int(rounds["max_seeds"])
+    following = max(first + tuple(cfg["sweep"]["seeds"])) + 1  # a new seed is no sweep cell's
+    out, total = [first], len(first)
+    while total < budget:
+        k = min(size, budget - total)
+        out.append(tuple(range(following, following + k)))
+        following, total = following + k, total + k
+    return out
+
+
+def seeds_through(cfg: dict, last_round: int) -> list[int]:
+    """Every seed of rounds 0..last_round, in the order trained."""
+    return [seed for seeds in round_seeds(cfg)[:last_round + 1] for seed in seeds]
+
+
+def with_contest_seeds(cfg: dict, seeds) -> dict:
+    """The config with these contest seeds; the config's own studies keep the seeds they had (those that take
+    the contest's get the first round's), so adding a round adds contest cells alone."""
+    first = list(cfg["contest"]["seeds"])
+    return {**cfg, "contest": {**cfg["contest"], "seeds": list(seeds)},
+            "studies": [entry if entry.get("seeds") else {**entry, "seeds": first}
+                        for entry in cfg.get("studies") or ()]}
+
+
+def check_rounds(cfg: dict, source: str = "config") -> None:
+    """What the schema cannot say: a budget with room for a round, and something for the rule to read."""
+    rounds = cfg["contest"].get(STEP)
+    if rounds is None:
+        return
+    if rounds["max_seeds"] <= len(cfg["contest"]["seeds"]):
+        raise ConfigError(f"{source}: contest.rounds.max_seeds: {rounds['max_seeds']} leaves no room for a round "
+                          f"after the {len(cfg['contest']['seeds'])} seeds of contest.seeds; raise it, or drop "
+                          "contest.rounds to train those seeds alone")
+    if not comparisons(cfg["variants"]):
+        raise ConfigError(f"{source}: contest.rounds: these variants have no comparison the rule reads (softmax "
+                          "with yat or yat_b, a3 with softmax or softmax_t, yat_b_exp with yat_b); drop "
+                          "contest.rounds or add the variants")

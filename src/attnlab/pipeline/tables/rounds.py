@@ -1,0 +1,146 @@
+"""Seeds added until decided: after each round, is another needed? And the seed_rounds table of every round.
+
+`python -m attnlab.pipeline.tables.rounds decide` is the seed_round checkpoint's command
+(workflow/rules/rounds.smk): it reads the contest's checked bundles of rounds 0..r and computes, for every
+comparison attnlab.pipeline.plan.rounds lists (the ledger's thresholded comparisons of best validation loss:
+the kernels' gap to softmax, A³'s gain over softmax and over a per-head temperature, a softmax over the kernel
+against its l1 normaliser), paired by contest seed, Lai's anytime-valid confidence sequence tuned to the
+budget (attnlab.pipeline.confidence_sequence). A comparison is decided once its interval holds none of its
+thresholds; while one is not, and the budget allows, the decision names the next round's seeds.
+
+The rule reads the loss comparisons only: the other comparisons over the contest seeds (score scale,
+entropy, the mass AUROC) were decided by the first round of every build measured. The tables and the ledger
+compute every interval of such a build with the same sequence (attnlab.pipeline.statistics.sequential), which
+stays valid at a number of seeds the data chose.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from dataclasses import asdict
+from pathlib import Path
+
+import pandas as pd
+
+from attnlab.core.bundle_format import BundleError
+from attnlab.core.errors import ConfigError
+from attnlab.core.io import atomic_write_json, atomic_write_text
+from attnlab.pipeline import confidence_sequence, contract, statistics
+from attnlab.pipeline.plan.rounds import comparisons, round_seeds, seeds_through
+from attnlab.pipeline.plan.bundle_reader import read_bundle
+
+FILE_VERSION = 1
+
+
+def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> dict:
+    """After round `round_index`: each comparison's confidence sequence and state, and the next round's seeds
+    (none once every comparison is decided or the budget is spent). `losses`: variant -> seed -> best
+    validation loss of the contest cells that did not diverge."""
+    budget = int(cfg["contest"]["rounds"]["max_seeds"])
+    precision = confidence_sequence.tuned_precision(budget)
+    seeds = seeds_through(cfg, round_index)
+    rows = []
+    with statistics.sequential(precision):
+        for comparison in comparisons(cfg["variants"]):
+            estimate = statistics.paired(losses.get(comparison.first, {}), losses.get(comparison.second, {}),
+                                         ratio=comparison.ratio)
+            bounded = estimate.n >= 2 and math.isfinite(estimate.low) and math.isfinite(estimate.high)
+            decided = bounded and not any(estimate.low <= t <= estimate.high for t in comparison.thresholds)
+            needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
+            rows.append(dict(asdict(comparison), thresholds=list(comparison.thresholds), n=estimate.n,
+                             mean=_number(estimate.mean), low=_number(estimate.low), high=_number(estimate.high),
+                             state="decided" if decided else "undecided",
+                             seeds_needed=None if needed is None or math.isinf(needed) else int(needed)))
+    later = round_seeds(cfg)[round_index + 1:]
+    go_on = any(row["state"] == "undecided" for row in rows) and bool(later)
+    return {"version": FILE_VERSION, "round": round_index, "seeds": seeds, "max_seeds": budget,
+            "precision": precision, "method": confidence_sequence.METHOD, "comparisons": rows,
+            "next_seeds": list(later[0]) if go_on else [],
+            "outcome": ("another round" if go_on else "decided" if all(r["state"] == "decided" for r in rows)
+                        else "budget spent")}
+
+
+def _number(value: float) -> float | None:
+    return float(value) if math.isfinite(value) else None
+
+
+def contest_losses(bundles: list[Path], cfg: dict, round_index: int) -> dict[str, dict[int, float]]:
+    """variant -> seed -> best validation loss, from the checked bundles of the rounds so far (diverged cells
+    enter no comparison, as in the contest table)."""
+    wanted = set(seeds_through(cfg, round_index))
+    losses: dict[str, dict[int, float]] = {}
+    for folder in bundles:
+        summary = read_bundle(Path(folder))
+        if summary["seed"] not in wanted:
+            raise ConfigError(f"{folder}: seed {summary['seed']} is not a seed of rounds 0–{round_index} "
+                              f"({sorted(wanted)}); the rule reads the contest's own cells only")
+        if summary["diverged"] or not math.isfinite(summary["best_val_loss"]):
+            continue
+        losses.setdefault(summary["variant"], {})[int(summary["seed"])] = float(summary["best_val_loss"])
+    return losses
+
+
+def table(decisions: list[dict]) -> pd.DataFrame:
+    """The seed_rounds table (contract.TABLES["seed_rounds"]): one row per round and comparison."""
+    rows = []
+    for decision in sorted(decisions, key=lambda d: d["round"]):
+        for row in decision["comparisons"]:
+            rows.append({"round": decision["round"], "n_seeds": len(decision["seeds"]),
+                         "seeds": " ".join(map(str, decision["seeds"])), "comparison": row["label"],
+                         "first": row["first"], "second": row["second"], "ratio": row["ratio"],
+                         "thresholds": " ".join(f"{t:g}" for t in row["thresholds"]), "n_paired": row["n"],
+                         "mean": row["mean"], "cs_low": row["low"], "cs_high": row["high"], "state": row["state"],
+                         "seeds_needed": row["seeds_needed"], "outcome": decision["outcome"],
+                         "next_seeds": " ".join(map(str, decision["next_seeds"])),
+                         "max_seeds": decision["max_seeds"], "precision": decision["precision"],
+                         "method": decision["method"]})
+    return pd.DataFrame(rows, columns=contract.columns("seed_rounds")).astype({"seeds_needed": "Int64"})
+
+
+def read_decision(path: Path) -> dict:
+    try:
+        decision = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path}: not a round's decision ({err}); remove it and build again") from None
+    if not isinstance(decision, dict) or decision.get("version") != FILE_VERSION:
+        raise ConfigError(f"{path}: not a round's decision of this version; remove it and build again")
+    return decision
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="Seeds added until decided: one round's decision, or the table.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    decide_cmd = commands.add_parser("decide", help="decide whether the contest needs another round of seeds")
+    decide_cmd.add_argument("--config-json", required=True, help="the build's variants, contest and sweep")
+    decide_cmd.add_argument("--round", type=int, required=True)
+    decide_cmd.add_argument("--out", type=Path, required=True)
+    decide_cmd.add_argument("bundles", nargs="*", type=Path, help="the contest's bundles of this round and earlier")
+    table_cmd = commands.add_parser("table", help="write the seed_rounds table from every round's decision")
+    table_cmd.add_argument("--out", type=Path, required=True, help="the table's CSV file")
+    table_cmd.add_argument("decisions", nargs="+", type=Path)
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "table":
+            rows = table([read_decision(path) for path in args.decisions])
+            atomic_write_text(args.out, rows.to_csv(index=False))
+            print(rows[["round", "comparison", "n_paired", "cs_low", "cs_high", "state"]].to_string(index=False))
+            return 0
+        cfg = json.loads(args.config_json)
+        decision = decide(contest_losses(args.bundles, cfg, args.round), cfg, args.round)
+    except (ConfigError, BundleError) as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    atomic_write_json(args.out, decision)
+    for row in decision["comparisons"]:
+        print(f"round {args.round}: {row['label']} over {row['n']} seeds: [{row['low']}, {row['high']}] "
+              f"{row['state']}" + (f" (about {row['seeds_needed']} seeds)" if row["seeds_needed"] else ""))
+    print(f"round {args.round}: {decision['outcome']}"
+          + (f", seeds {decision['next_seeds']}" if decision["next_seeds"] else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

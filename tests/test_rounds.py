@@ -1,0 +1,178 @@
+"""Seeds added until decided (attnlab.pipeline.plan.rounds, attnlab.pipeline.tables.rounds): which seeds each
+round trains, when the rule asks for another round, that the ledger's intervals are then the confidence sequence
+the rule read, and a build that adds rounds through Snakemake's checkpoints."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from attnlab.core.errors import ConfigError
+from attnlab.pipeline import confidence_sequence as cs
+from attnlab.pipeline import statistics
+from attnlab.pipeline.plan import rounds as planned
+from attnlab.pipeline.tables import rounds
+from processes import snakemake
+from workspace import make_workspace
+
+ALPHA = 1 - statistics.CONFIDENCE
+
+
+def config(seeds=(0, 1, 2), max_seeds=8, round_size=2, variants=("softmax", "yat", "a3", "softmax_t"),
+           sweep_seeds=(0,)) -> dict:
+    return {"variants": list(variants), "contest": {"seeds": list(seeds), "lr": {},
+                                                   "rounds": {"max_seeds": max_seeds, "round_size": round_size}},
+            "sweep": {"seeds": list(sweep_seeds)}, "studies": [{"name": "depth"}, {"name": "own", "seeds": [7]}]}
+
+
+def test_each_round_trains_the_next_seeds_no_sweep_cell_has_up_to_the_budget():
+    assert planned.round_seeds(config()) == [(0, 1, 2), (3, 4), (5, 6), (7,)]
+    assert planned.round_seeds(config(sweep_seeds=(0, 5))) == [(0, 1, 2), (6, 7), (8, 9), (10,)]
+    fixed = config()
+    fixed["contest"]["rounds"] = None
+    assert planned.round_seeds(fixed) == [(0, 1, 2)]
+
+
+def test_a_later_round_adds_contest_cells_alone():
+    """The config's own studies that take the contest's seeds keep the first round's."""
+    later = planned.with_contest_seeds(config(), [0, 1, 2, 3, 4])
+    assert later["contest"]["seeds"] == [0, 1, 2, 3, 4]
+    assert [s["seeds"] for s in later["studies"]] == [[0, 1, 2], [7]]
+
+
+@pytest.mark.parametrize("cfg, named", [
+    (config(max_seeds=3), "contest.rounds.max_seeds: 3 leaves no room"),
+    (config(variants=("softmax", "softmax_t")), "no comparison the rule reads"),
+])
+def test_a_rounds_config_the_rule_cannot_use_is_refused_naming_the_fix(cfg, named):
+    with pytest.raises(ConfigError, match=named):
+        planned.check_rounds(cfg, "cfg.yaml")
+
+
+def losses(rng, seeds, gains: dict[str, float], spread=0.01) -> dict[str, dict[int, float]]:
+    """Synthetic contest losses: each variant's per-seed loss, softmax's minus its gain, with seed noise."""
+    base = {s: 1.9 + spread * rng.standard_normal() for s in seeds}
+    return {v: {s: base[s] - gains.get(v, 0.0) + spread * rng.standard_normal() for s in seeds}
+            for v in ("softmax", "yat", "a3", "softmax_t")}
+
+
+def test_a_clear_effect_is_decided_and_asks_for_no_more_seeds():
+    rng = np.random.default_rng(1)
+    cfg = config(seeds=range(8), max_seeds=20)
+    made = losses(rng, range(8), {"a3": 0.2, "softmax_t": 0.0, "yat": -0.2})  # yat 10% worse: far above the band
+    decision = rounds.decide(made, cfg, 0)
+    states = {row["label"]: row["state"] for row in decision["comparisons"]}
+    assert states == {"yat / softmax": "decided", "softmax − a3": "decided", "softmax_t − a3": "decided"}
+    assert decision["next_seeds"] == [] and decision["outcome"] == "decided"
+
+
+def test_an_undecided_comparison_asks_for_the_next_round_until_the_budget_is_spent():
+    rng = np.random.default_rng(2)
+    cfg = config(seeds=(0, 1, 2), max_seeds=7, round_size=2)
+    made = losses(rng, range(7), {"a3": 0.0005, "softmax_t": 0.0005, "yat": -0.015}, spread=0.03)
+    first = rounds.decide({v: {s: x for s, x in by.items() if s < 3} for v, by in made.items()}, cfg, 0)
+    assert first["outcome"] == "another round" and first["next_seeds"] == [3, 4]
+    assert first["seeds"] == [0, 1, 2]
+    last = rounds.decide(made, cfg, 2)
+    assert last["seeds"] == list(range(7)) and last["next_seeds"] == [] and last["outcome"] == "budget spent"
+    gain = next(row for row in last["comparisons"] if row["label"] == "softmax − a3")
+    assert gain["state"] == "undecided" and gain["n"] == 7
+    assert gain["seeds_needed"] is None or gain["seeds_needed"] > 7  # what the budget could not reach
+
+
+def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
+    """statistics.paired, which every claim reads, gives exactly confidence_sequence.interval (whose coverage
+    under the adding rule test_confidence_sequence measures) and says so in its text; outside, the t-interval."""
+    from attnlab.pipeline.estimate_text import interval_text
+
+    rng = np.random.default_rng(3)
+    first, second = ({s: 1.9 + 0.02 * rng.standard_normal() for s in range(9)} for _ in range(2))
+    precision = cs.tuned_precision(30)
+    with statistics.sequential(precision):
+        estimate = statistics.paired(first, second)
+        needed = statistics.seeds_to_resolve(estimate, 0.0)
+    expected = cs.interval([first[s] - second[s] for s in range(9)], precision)
+    assert (estimate.low, estimate.high) == pytest.approx(expected, rel=1e-12)
+    assert estimate.sequential and " CS [" in interval_text(estimate)
+    plain = statistics.paired(first, second)
+    assert not plain.sequential and plain.high - plain.low < estimate.high - estimate.low
+    assert " CI [" in interval_text(plain)
+    assert needed is None or needed > statistics.seeds_to_resolve(plain, 0.0)
+
+
+def test_the_rule_read_after_every_round_keeps_its_coverage():
+    """Many repetitions with a known effect: seeds added one at a time while the comparison's interval holds the
+    threshold, up to a budget of 20. The interval the rule stopped at covers the true effect in at least 95%
+    of repetitions, within three Monte Carlo standard errors."""
+    rng = np.random.default_rng(4)
+    effect, repetitions, covered = 0.01, 600, 0
+    cfg = config(seeds=(0, 1, 2), max_seeds=20, round_size=1, variants=("softmax", "a3"))
+    for _ in range(repetitions):
+        seeds = list(range(3))
+        while True:
+            diffs = effect + 0.02 * rng.standard_normal(len(seeds))
+            made = {"softmax": {s: 2.0 + d for s, d in zip(seeds, diffs)}, "a3": {s: 2.0 for s in seeds}}
+            decision = rounds.decide(made, cfg, len(seeds) - 3)
+            if not decision["next_seeds"]:
+                break
+            seeds = decision["seeds"] + decision["next_seeds"]
+        row = decision["comparisons"][0]
+        low = -math.inf if row["low"] is None else row["low"]
+        high = math.inf if row["high"] is None else row["high"]
+        covered += low <= effect <= high
+    share, error = covered / repetitions, math.sqrt(0.95 * 0.05 / repetitions)
+    assert share >= 0.95 - 3 * error, share
+
+
+@pytest.mark.slow
+def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, corpus_path):
+    """A smoke-sized build of softmax and A3 whose first round of two seeds cannot bound anything: Snakemake's
+    seed_round checkpoints add one seed at a time until the comparison is decided or the budget of four is
+    spent; the contest, the rounds table and the ledger then read every seed trained, with the sequence's
+    interval."""
+    ws = make_workspace(tmp_path, share_compile_cache=True)
+    cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
+    cfg.update(name="rounds", variants=["softmax", "a3"])
+    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "a3": 3.0e-3},
+                      "rounds": {"max_seeds": 4, "round_size": 1}}
+    cfg["sweep"]["lrs"] = [3.0e-3]
+    cfg.pop("studies")
+    (ws / "config" / "rounds.yaml").write_text(yaml.safe_dump(cfg))
+    targets = ("results/tables/ledger.csv", "results/tables/seed_rounds.csv")  # no figures or writeup
+    built = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/rounds.yaml", corpus=corpus_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    table = pd.read_csv(ws / "results" / "tables" / "seed_rounds.csv")
+    assert list(table["round"]) == list(range(len(table))) and len(table) >= 2  # two seeds bound nothing
+    trained = sorted(int(p.name[4:]) for p in (ws / "results" / "runs" / "a3" / "lr0.003").iterdir())
+    last = table.iloc[-1]
+    assert trained == [int(s) for s in last.seeds.split()] == list(range(int(last.n_seeds)))
+    assert last.outcome in ("decided", "budget spent")
+    assert (last.outcome == "budget spent") == (int(last.n_seeds) == 4 and last.state == "undecided")
+    contest = pd.read_csv(ws / "results" / "tables" / "contest.csv").set_index("variant")
+    assert int(contest.loc["a3", "n_seeds"]) == int(last.n_seeds)
+    if last.state == "decided":  # the contest's interval is the one the rule read
+        assert -contest.loc["a3", "delta_ci_high"] == pytest.approx(last.cs_low, rel=1e-9)
+    ledger = pd.read_csv(ws / "results" / "tables" / "ledger.csv")
+    noted = ledger[ledger.note.fillna("").str.contains("contest seeds added until decided")]
+    assert len(noted) and noted.note.str.contains("anytime-valid confidence sequence").all()
+    again = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/rounds.yaml", "-n", corpus=corpus_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_the_writeup_says_how_many_seeds_the_rule_added_and_with_which_interval():
+    from attnlab.pipeline.report.contest import rounds_text
+
+    rng = np.random.default_rng(5)
+    cfg = config(seeds=(0, 1, 2), max_seeds=5, round_size=2, variants=("softmax", "yat"))
+    made = losses(rng, range(5), {"yat": -0.01}, spread=0.02)
+    decisions = [rounds.decide({v: {s: x for s, x in by.items() if s < 3} for v, by in made.items()}, cfg, 0),
+                 rounds.decide(made, cfg, 1)]
+    table = rounds.table(decisions)
+    assert list(table["round"]) == [0, 1] and list(table.comparison) == ["yat / softmax"] * 2
+    text = rounds_text(table)
+    assert "5 seeds per variant in 2 rounds, of a budget of 5" in text
+    assert cs.METHOD in text and "yat / softmax [" in text
