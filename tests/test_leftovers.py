@@ -134,3 +134,22 @@ def test_a_job_writes_its_whole_output_into_its_log_replacing_an_earlier_runs(ti
     assert "an earlier run's log" not in written
     assert "done softmax lr=0.003 seed=0" in written  # the last line printed: the log got everything
     assert "done softmax lr=0.003 seed=0" in result.stdout  # and the job's output still shows
+
+
+def test_a_log_on_a_file_system_without_flock_is_written_unlocked(tmp_path, monkeypatch, capsys):
+    """Some network mounts refuse flock outright: the job still runs (its cells have their own locks)."""
+    import errno
+
+    from attnlab.training import job_log
+
+    def no_flock(fd, operation):
+        raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))
+
+    monkeypatch.setattr(job_log.fcntl, "flock", no_flock)
+    fd = job_log.hold(tmp_path / "logs" / "job.log")
+    try:
+        assert os.write(fd, b"written\n") == 8
+    finally:
+        os.close(fd)
+    assert (tmp_path / "logs" / "job.log").read_text() == "written\n"
+    assert "cannot be locked here" in capsys.readouterr().err
