@@ -31,8 +31,8 @@ VARIANTS = {
     "a3_heads": "A³ with its gate and bias per layer and head instead of shared",
 }
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
-# The config that trains every cell to its plateau on a 2-core machine, and its measured wall time there
-# (the CHANGELOG's measurements give the command and the machine).
+# The config that trains every cell to its plateau on a 2-core machine, and the measured wall time there of its
+# first round of seeds (the CHANGELOG's measurements give the command and the machine).
 SETTLE_CONFIG, SETTLE_MINUTES = "settle", 45
 
 
@@ -112,8 +112,9 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
             f"of their protocol failed: {html.escape(why)}.")
     if protocol != SETTLE_CONFIG:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
-                 f"improving, each variant at its own best LR, to judge these claims on a 2-core machine in about "
-                 f"{SETTLE_MINUTES} minutes (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
+                 f"improving, each variant at its own best LR, to judge these claims on a 2-core machine: about "
+                 f"{SETTLE_MINUTES} minutes for its six seeds, then up to two more seeds a variant while a "
+                 f"comparison is undecided (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
                  "</code>; its measured ledger is in the changelog).")
     leaning = {}
     for r in rows.itertuples():
