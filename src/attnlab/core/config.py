@@ -22,7 +22,7 @@ from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import check_bounds
 from attnlab.core.schema import SCHEMA_NAME, Validator, schema  # noqa: F401  (re-exported: the loader's schema)
 from attnlab.core.strict_yaml import parse_yaml
-from attnlab.core.variants import VARIANTS
+from attnlab.core.variants import VARIANTS, UnknownVariantError, check_variant
 
 AUTO = "auto"
 MAX_CONFIG_BYTES = 1 << 20  # configs are a few KB of text
@@ -99,7 +99,10 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     problems = []
     for variant in cfg["variants"]:
         if variant not in VARIANTS:
-            problems.append(f"variants: unknown variant {variant!r}; valid variants are {', '.join(VARIANTS)}")
+            try:
+                check_variant(variant)
+            except UnknownVariantError as err:
+                problems.append(f"variants: {str(err).replace('unknown attention variant', 'unknown variant')}")
     problems += _per_variant_problems(cfg["contest"]["lr"], "contest.lr", cfg["variants"],
                                       "no learning rate for {!r}; give a number or 'auto'")
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]

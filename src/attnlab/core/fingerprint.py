@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -204,13 +205,39 @@ def cached_fingerprint(modules: tuple[str, ...], src: str, extra_json: str = "{}
 
 
 def training_fingerprint(variant: str, src: Path = SRC) -> str:
-    """The code a training cell of `variant` runs: the trainer, its variant's module, its registry line."""
+    """The code a training cell of `variant` runs: the trainer, its variant's module, its registry line; for a
+    variant installed through the entry point group, its distribution's name, version and package files."""
     from attnlab.core import variants
 
     entry = {"registry": variants.VARIANTS[variant], "normaliser": variants.NORMALISERS.get(variant),
              "twin": variants.NORMALISER_TWINS.get(variant)}  # what the registry means for this cell
+    if variant in variants.EXTERNAL:
+        entry["package"] = external_package(variant)
+        return cached_fingerprint(("attnlab.training.train",), str(src), json.dumps(entry, sort_keys=True),
+                                  (REGISTRY,))
     return cached_fingerprint(("attnlab.training.train", variants.variant_module(variant)), str(src),
                               json.dumps(entry, sort_keys=True), (REGISTRY,))
+
+
+@lru_cache(maxsize=None)
+def external_package(variant: str) -> dict:
+    """An installed variant's distribution and version, and one hash over every file of the top-level package its
+    module is in (found without importing it), so an edit anywhere in that package retrains its cells alone."""
+    from attnlab.core import variants
+
+    distribution, version = variants.EXTERNAL[variant]
+    top = variants.variant_module(variant).split(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None:
+        raise LookupError(f"variant {variant!r}: its package {top!r} cannot be found; install it again")
+    roots = [Path(p) for p in spec.submodule_search_locations or ()] or [Path(spec.origin)]
+    digest = hashlib.sha256()
+    for root in roots:
+        files = sorted(f for f in ([root] if root.is_file() else root.rglob("*"))
+                       if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"))
+        for file in files:
+            digest.update(f"{file.relative_to(root.parent)}\0".encode() + file.read_bytes() + b"\0")
+    return {"distribution": distribution, "version": version, "files": digest.hexdigest()[:16]}
 
 
 # ---- package data files

@@ -1,0 +1,132 @@
+"""A user's own score function from outside the package: a distribution installed with pip that names it in the
+`attnlab.variants` entry point group trains like a built-in variant, and its cells' identity covers that
+distribution's code and version, so editing it reruns its cells alone."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import zipfile
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from processes import run
+from workspace import make_workspace
+
+SCORE_MODULE = '''"""Softmax over logits at a fixed temperature: w = softmax(SCALE * q.k / sqrt(d_h))."""
+
+import math
+
+from flax import nnx
+
+from attnlab.training.attention.base import BlockScorer, causal_mask, pairwise_dots
+from attnlab.training.attention.normalisers import SOFTMAX
+
+SCALE = {scale}
+
+
+class TemperedScore(nnx.Module):
+    normaliser = SOFTMAX
+
+    def __init__(self, *, d_head, **_):
+        self.d_head = d_head
+
+    def _logits(self, q, k):
+        return SCALE * pairwise_dots(q, k) / math.sqrt(self.d_head)
+
+    def __call__(self, q, k, layer):
+        return self.normaliser.dense(self._logits(q, k), causal_mask(q.shape[1]))
+
+    def blockwise(self, q, k, layer):
+        return BlockScorer(self.normaliser, lambda k_block: self._logits(q, k_block))
+'''
+ENTRY_POINTS = """[attnlab.variants]
+tempered = tempered_attention.score:TemperedScore
+softmax = tempered_attention.score:TemperedScore
+Not-A-Name = tempered_attention.score:TemperedScore
+"""
+
+
+def wheel(folder: Path, version: str = "0.1", scale: float = 0.5) -> Path:
+    """A pure-Python wheel of the distribution tempered-attention, as a build backend would make it."""
+    info = f"tempered_attention-{version}.dist-info"
+    files = {"tempered_attention/__init__.py": "", "tempered_attention/score.py": SCORE_MODULE.format(scale=scale),
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tempered-attention\nVersion: {version}\n",
+             f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: attnlab-tests\nRoot-Is-Purelib: true\n"
+                              "Tag: py3-none-any\n",
+             f"{info}/entry_points.txt": ENTRY_POINTS}
+    record = []
+    for name, text in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
+        record.append(f"{name},sha256={digest},{len(text.encode())}")
+    files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
+    path = folder / f"tempered_attention-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(path, "w") as archive:
+        for name, text in files.items():
+            archive.writestr(name, text)
+    return path
+
+
+def install(tmp_path: Path, site: Path, **made) -> None:
+    """pip installs the wheel into `site`, a folder of its own (the temporary environment), offline."""
+    built = tmp_path / "wheels"
+    built.mkdir(exist_ok=True)
+    result = run(["-m", "pip", "install", "--quiet", "--no-index", "--no-deps", "--upgrade", "--target", site,
+                  wheel(built, **made)])
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def fingerprints(site: Path, *variants: str) -> dict:
+    code = ("import json; from attnlab.core import fingerprint, variants; "
+            f"print(json.dumps({{'fp': {{v: fingerprint.training_fingerprint(v) for v in {list(variants)!r}}}, "
+            "'external': variants.EXTERNAL, 'ignored': variants.IGNORED}))")
+    result = run(["-c", code], env={"PYTHONPATH": site})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return json.loads(result.stdout)
+
+
+def test_an_installed_variant_joins_the_registry_and_its_identity_follows_its_package(tmp_path):
+    site = tmp_path / "site"
+    install(tmp_path, site)
+    first = fingerprints(site, "tempered", "softmax", "yat_b")
+    assert first["external"] == {"tempered": ["tempered-attention", "0.1"]}
+    assert "is taken by" in first["ignored"]["softmax"] and "a variant's name" in first["ignored"]["Not-A-Name"]
+    install(tmp_path, site, scale=0.25)  # the same version, other code
+    edited = fingerprints(site, "tempered", "softmax", "yat_b")
+    assert edited["fp"]["tempered"] != first["fp"]["tempered"]
+    assert {v: edited["fp"][v] for v in ("softmax", "yat_b")} == {v: first["fp"][v] for v in ("softmax", "yat_b")}
+    install(tmp_path, site, version="0.2", scale=0.25)  # the same code, another version
+    assert fingerprints(site, "tempered")["fp"]["tempered"] != edited["fp"]["tempered"]
+    without = fingerprints(tmp_path / "empty", "softmax")
+    assert without["external"] == {} and without["fp"]["softmax"] == first["fp"]["softmax"]
+
+
+@pytest.mark.slow
+def test_an_installed_variant_trains_through_the_workflow_and_an_edit_reruns_its_cells_alone(tmp_path, corpus_path):
+    site = tmp_path / "site"
+    install(tmp_path, site)
+    (tmp_path / "ws").mkdir()
+    ws = make_workspace(tmp_path / "ws", share_compile_cache=True)
+    cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
+    cfg.update(name="own", variants=["softmax", "tempered"])
+    cfg["contest"] = {"seeds": [0], "lr": {"softmax": 3.0e-3, "tempered": 3.0e-3}}
+    cfg["sweep"]["lrs"] = [3.0e-3]
+    cfg.pop("studies")
+    (ws / "config" / "own.yaml").write_text(yaml.safe_dump(cfg))
+    env = {"PYTHONPATH": f"{ws / 'src'}:{site}", "ATTNLAB_CORPUS": corpus_path}
+    target = ("results/tables/contest.csv", "--cores", "2", "--configfile", "config/own.yaml")
+    built = run(["-m", "snakemake", *target], ws, env)
+    assert built.returncode == 0, built.stderr[-3000:]
+    contest = pd.read_csv(ws / "results" / "tables" / "contest.csv").set_index("variant")
+    assert set(contest.index) == {"softmax", "tempered"}
+    assert contest.loc["tempered", "n_params"] == contest.loc["softmax", "n_params"]  # no parameters of its own
+    assert contest.loc["tempered", "best_val_mean"] != contest.loc["softmax", "best_val_mean"]  # its own scores
+    install(tmp_path, site, scale=0.25)
+    planned = run(["-m", "snakemake", *target, "-n"], ws, env)
+    assert planned.returncode == 0, planned.stderr[-3000:]
+    jobs = planned.stdout + planned.stderr
+    assert "train_pack_tempered_runs_0" in jobs and "train_pack_softmax_runs_0" not in jobs
