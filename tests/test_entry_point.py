@@ -14,6 +14,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from conftest import REPO
 from processes import run
 from workspace import make_workspace
 
@@ -83,7 +84,8 @@ def install(tmp_path: Path, site: Path, **made) -> None:
 def fingerprints(site: Path, *variants: str) -> dict:
     code = ("import json; from attnlab.core import fingerprint, variants; "
             f"print(json.dumps({{'fp': {{v: fingerprint.training_fingerprint(v) for v in {list(variants)!r}}}, "
-            "'external': variants.EXTERNAL, 'ignored': variants.IGNORED}))")
+            "'external': variants.EXTERNAL, 'ignored': variants.IGNORED, "
+            "'imports': fingerprint.external_package('tempered')['imports'] if variants.EXTERNAL else []}))")
     result = run(["-c", code], env={"PYTHONPATH": site})
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)
@@ -101,8 +103,33 @@ def test_an_installed_variant_joins_the_registry_and_its_identity_follows_its_pa
     assert {v: edited["fp"][v] for v in ("softmax", "yat_b")} == {v: first["fp"][v] for v in ("softmax", "yat_b")}
     install(tmp_path, site, version="0.2", scale=0.25)  # the same code, another version
     assert fingerprints(site, "tempered")["fp"]["tempered"] != edited["fp"]["tempered"]
+    assert "attnlab.training.attention.base" in first["imports"]
+
+
+def test_an_installed_variant_retrains_with_the_attnlab_code_it_builds_on(tmp_path):
+    """Its module imports attnlab's score helpers: a real edit there changes its identity, as it does softmax's."""
+    import shutil
+
+    site = tmp_path / "site"
+    install(tmp_path, site)
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "src" / "attnlab", src / "attnlab", ignore=shutil.ignore_patterns("__pycache__"))
+    code = ("import json, sys; from pathlib import Path; from attnlab.core import fingerprint; "
+            "print(json.dumps({v: fingerprint.training_fingerprint(v, src=Path(sys.argv[1])) "
+            "for v in ('tempered', 'softmax', 'yat')}))")
+    before = json.loads(run(["-c", code, src], env={"PYTHONPATH": site}).stdout)
+    base = src / "attnlab" / "training" / "attention" / "base.py"
+    base.write_text(base.read_text() + "\nEDITED = 1\n")
+    after = json.loads(run(["-c", code, src], env={"PYTHONPATH": site}).stdout)
+    assert after["tempered"] != before["tempered"] and after["softmax"] != before["softmax"]
+
+
+def test_without_an_installed_variant_nothing_changes(tmp_path):
+    site = tmp_path / "site"
+    install(tmp_path, site)
+    with_it = fingerprints(site, "softmax")
     without = fingerprints(tmp_path / "empty", "softmax")
-    assert without["external"] == {} and without["fp"]["softmax"] == first["fp"]["softmax"]
+    assert without["external"] == {} and without["fp"]["softmax"] == with_it["fp"]["softmax"]
 
 
 @pytest.mark.slow

@@ -81,6 +81,45 @@ def test_a_file_of_someone_elses_in_the_checkpoint_folder_stays_with_its_folder(
     assert not (own / "orbax").exists() and not (own / checkpoint.MARKER).exists()
 
 
+def test_a_users_file_in_a_moved_aside_bundle_stays_while_the_bundles_own_files_go(one_cell):
+    """The writer keeps a user's file of an earlier bundle in its .old-* folder and says so: tidying keeps it too."""
+    cfg, corpus, root, checkpoints = one_cell
+    out = cell_dir(root, KEY.variant, KEY.lr, KEY.seed)
+    planted = plant_what_kills_leave(out, checkpoints)
+    aside = out.parent / f".{out.name}.old-k1ll3d"
+    (aside / "bundle" / "notes.md").write_text("mine\n")
+    said = []
+    run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=said.append)
+    assert (aside / "bundle" / "notes.md").read_text() == "mine\n"
+    assert sorted(p.name for p in (aside / "bundle").iterdir()) == ["notes.md"]  # its curve.csv went
+    assert [p for p in planted if os.path.lexists(p) and p != aside] == []
+    assert any(f"{aside} holds files attnlab did not make (bundle/notes.md)" in line for line in said)
+
+
+def test_tidying_that_fails_leaves_the_pack_ended_well(one_cell, monkeypatch):
+    """A full disk or an unreadable folder while tidying: what is left stays, and the trained pack is not failed."""
+    from attnlab.training import leftovers
+    from attnlab.training.disk_full import DiskFullError
+
+    class FullDisk:
+        def __init__(self, *args):
+            pass
+
+        def __enter__(self):
+            raise DiskFullError("the disk is full")
+
+        def __exit__(self, *exc):
+            return False
+
+    cfg, corpus, root, checkpoints = one_cell
+    planted = plant_what_kills_leave(cell_dir(root, KEY.variant, KEY.lr, KEY.seed), checkpoints)
+    monkeypatch.setattr(leftovers, "FolderLock", FullDisk)
+    said = []
+    run_pack(cfg, [KEY], corpus, root, checkpoints, CODE_FINGERPRINT, log=said.append)
+    assert all(os.path.lexists(p) for p in planted[2:4])
+    assert any("the disk is full" in line for line in said)
+
+
 def test_a_cell_another_trainer_holds_keeps_everything(one_cell):
     """A live holder of the cell's lock may be writing its staging folder or checkpoints right now."""
     cfg, corpus, root, checkpoints = one_cell
@@ -153,3 +192,24 @@ def test_a_log_on_a_file_system_without_flock_is_written_unlocked(tmp_path, monk
         os.close(fd)
     assert (tmp_path / "logs" / "job.log").read_text() == "written\n"
     assert "cannot be locked here" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_second_build_with_nolock_leaves_a_running_jobs_log_whole(tmp_path, corpus_path):
+    """Snakemake removes a job's declared `log:` files when it starts the job: the trainer's log is a param, so
+    the second build's job reaches the trainer, which finds the log held and is refused, and the log is whole."""
+    from processes import snakemake
+    from workspace import make_workspace
+
+    ws = make_workspace(tmp_path)
+    log = ws / "results" / "logs" / "train" / "runs" / "softmax" / "train_pack_softmax_runs_0.log"
+    log.parent.mkdir(parents=True)
+    first = "softmax lr=0.003 seed=0 step 20/60 train 3.1 val 3.2\n" * 20
+    log.write_text(first)
+    with open(log, "a") as held:  # the first build's trainer, still running
+        fcntl.flock(held, fcntl.LOCK_EX)
+        second = snakemake(ws, "results/runs/softmax/lr0.003/seed0", "--nolock", "--cores", "1",
+                           "--configfile", "config/smoke.yaml", corpus=corpus_path)
+    assert second.returncode != 0
+    assert "is being written by another run of this job" in second.stdout + second.stderr
+    assert log.read_text() == first

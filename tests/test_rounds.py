@@ -5,6 +5,7 @@ the rule read, and a build that adds rounds through Snakemake's checkpoints."""
 from __future__ import annotations
 
 import math
+import shutil
 
 import numpy as np
 import pandas as pd
@@ -26,12 +27,15 @@ def config(seeds=(0, 1, 2), max_seeds=8, round_size=2, variants=("softmax", "yat
            sweep_seeds=(0,)) -> dict:
     return {"variants": list(variants), "contest": {"seeds": list(seeds), "lr": {},
                                                    "rounds": {"max_seeds": max_seeds, "round_size": round_size}},
-            "sweep": {"seeds": list(sweep_seeds)}, "studies": [{"name": "depth"}, {"name": "own", "seeds": [7]}]}
+            "sweep": {"seeds": list(sweep_seeds)}, "studies": [{"name": "depth"}, {"name": "own", "seeds": [1]}]}
 
 
-def test_each_round_trains_the_next_seeds_no_sweep_cell_has_up_to_the_budget():
+def test_each_round_trains_the_next_seeds_no_other_study_has_up_to_the_budget():
     assert planned.round_seeds(config()) == [(0, 1, 2), (3, 4), (5, 6), (7,)]
     assert planned.round_seeds(config(sweep_seeds=(0, 5))) == [(0, 1, 2), (6, 7), (8, 9), (10,)]
+    studied = config()
+    studied["studies"][1]["seeds"] = [1, 9]  # a study of its own at seed 9: no round trains that seed again
+    assert planned.round_seeds(studied) == [(0, 1, 2), (10, 11), (12, 13), (14,)]
     fixed = config()
     fixed["contest"]["rounds"] = None
     assert planned.round_seeds(fixed) == [(0, 1, 2)]
@@ -41,7 +45,7 @@ def test_a_later_round_adds_contest_cells_alone():
     """The config's own studies that take the contest's seeds keep the first round's."""
     later = planned.with_contest_seeds(config(), [0, 1, 2, 3, 4])
     assert later["contest"]["seeds"] == [0, 1, 2, 3, 4]
-    assert [s["seeds"] for s in later["studies"]] == [[0, 1, 2], [7]]
+    assert [s["seeds"] for s in later["studies"]] == [[0, 1, 2], [1]]
 
 
 @pytest.mark.parametrize("cfg, named", [
@@ -161,6 +165,9 @@ def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, c
     assert len(noted) and noted.note.str.contains("anytime-valid confidence sequence").all()
     again = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/rounds.yaml", "-n", corpus=corpus_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+    shutil.rmtree(ws / "results" / "runs" / "a3" / "lr0.003" / f"seed{int(last.n_seeds) - 1}")  # a later round's
+    planned = snakemake(ws, "--cores", "2", "--configfile", "config/rounds.yaml", "-n", corpus=corpus_path)
+    assert planned.returncode == 0 and f"train_pack_a3_runs_0_round{int(last['round'])}" in planned.stdout
 
 
 def test_the_writeup_says_how_many_seeds_the_rule_added_and_with_which_interval():

@@ -18,8 +18,6 @@ if PLAN.packs:
                 corpus=ancient(str(paths.CORPUS)),
             output:
                 bundles=[update(directory(bundle)) for bundle in pack.outputs()],
-            log:
-                pack.log(),
             threads: 1
             resources:
                 mem_mb=PLAN.pack_mem_mb(pack),
@@ -32,13 +30,14 @@ if PLAN.packs:
                 root=str(paths.RESULTS / pack.place),
                 checkpoints=PLAN.checkpoint_root(pack),
                 cache=paths.COMPILE_CACHE,
+                log=PLAN.pack_log(pack),
             message:
                 f"Training the pack {pack.describe()}"
             shell:
                 "python -m attnlab.training.pack --cell-config {params.cell} "
                 "--variant {params.variant} {params.cells} --corpus {input.corpus} --out-root {params.root} "
                 "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} "
-                "--compile-cache {params.cache} --threads {threads} --watch-pid $PPID --log {log}"
+                "--compile-cache {params.cache} --threads {threads} --watch-pid $PPID --log {params.log}"
 
 else:
 
@@ -47,8 +46,6 @@ else:
             corpus=ancient(str(paths.CORPUS)),
         output:
             bundle=update(directory(str(paths.CELL_PATTERN))),
-        log:
-            str(paths.TRAIN_LOG_PATTERN),
         threads: 1
         resources:
             mem_mb=PLAN.train_mem_mb,
@@ -59,6 +56,7 @@ else:
             root=PLAN.cell_root,
             checkpoints=PLAN.checkpoint_root,
             cache=paths.COMPILE_CACHE,
+            log=PLAN.cell_log,
         message:
             f"Training {{wildcards.variant}} lr={{wildcards.lr}} seed={{wildcards.seed}} "
             f"in {paths.RESULTS}/{{wildcards.place}}"
@@ -66,11 +64,12 @@ else:
             # A pack of one: a current bundle is left as it is, so switching to or from packs retrains nothing.
             # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
             # --log: the trainer writes its log itself, under a lock, so a second build with --nolock is refused
-            # without truncating the first one's log (attnlab.training.job_log).
+            # and the first one's log stays whole (attnlab.training.job_log). It is a param, not a `log:`:
+            # Snakemake removes a job's `log:` files when it starts the job, a running one's too.
             "python -m attnlab.training.pack --cell-config {params.cell} --variant {wildcards.variant} "
             "--cell {wildcards.lr},{wildcards.seed} --corpus {input.corpus} --out-root {params.root} "
             "--code-fingerprint {params.code} --checkpoint-dir {params.checkpoints} --compile-cache {params.cache} "
-            "--threads {threads} --watch-pid $PPID --log {log}"
+            "--threads {threads} --watch-pid $PPID --log {params.log}"
 
 
 checkpoint select_lr:

@@ -37,6 +37,7 @@ NO_SEED = "no seed to compare"
 ZERO_SPREAD = "the seeds' values are identical: zero spread is degenerate evidence, not an interval"
 TOO_FEW_POINTS = "too few points for an interval (a trend needs more rungs than seeds plus one)"
 NOISE_RESOLUTION = "one seed: more seeds would give an interval of their own"
+UNBOUNDED = "too few seeds for the confidence sequence to bound the mean (its interval is still the whole line)"
 STABLE_MARGIN = 2.0  # a verdict is stable when its interval's half-width is at most 1/STABLE_MARGIN of its clearance
 MAX_SEEDS = 1000  # beyond this many seeds, "more than" is all that is said
 # The mixture precision of the confidence sequence every interval is computed with, where seeds were added until
@@ -92,6 +93,8 @@ class Estimate:
             return ""
         if self.n >= 2 and self.spread == 0:
             return ZERO_SPREAD
+        if self.n >= 2 and self.sequential:
+            return UNBOUNDED
         if self.n >= 2:
             return TOO_FEW_POINTS
         return ONE_SEED if self.n == 1 else NO_SEED
@@ -135,6 +138,8 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
     # identical values are zero spread exactly (a float std of equal numbers can come out 1e-17, not 0)
     spread = (0.0 if np.ptp(working) == 0 else float(working.std(ddof=1))) if n >= 2 else math.nan
     low, high = interval(center, spread, n)
+    if not (math.isfinite(low) and math.isfinite(high)):  # a sequence still unbounded: no interval, on either scale
+        low = high = math.nan
     back = np.exp if ratio else (lambda x: x)
     values = tuple(float(v) for v in back(working))
     return Estimate(float(back(center)), float(back(low)), float(back(high)), n, seeds, values, center, spread,

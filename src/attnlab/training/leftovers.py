@@ -7,18 +7,21 @@ with Orbax's `orbax/<step>` inside) and the staging folders it was writing (`.se
 locks and checkpoints it uses, but not another run's staging folders, and a run that finds the cell's bundle
 already current never opens the cell at all. So a pack that ended well tidies each of its cells: under both of
 the cell's locks (a trainer still at work on it keeps everything), it removes exactly those things, by the names
-this package gives them, and never a folder with anything else in it.
+this package gives them; a file of anyone else's stays, with the folders that hold it. Tidying is best effort:
+whatever it cannot remove stays, said in the log, and the pack still ends well.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
-from attnlab.core.bundle_format import cell_dir
+from attnlab.core.bundle_format import BUNDLE_FILE, DATA_FILES, cell_dir
 from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.training import checkpoint, finished
+from attnlab.training.disk_full import DiskFullError
 from attnlab.training.folder_lock import FolderLock
 
 STAGING_KINDS = ("partial", "old")  # bundle_writer and finished: .<name>.partial-*, .<name>.old-* (mkdtemp)
@@ -60,11 +63,12 @@ def tidy(out: Path, checkpoint_root: Path | None, key: CellKey, kept: Path | Non
     removed: list[Path] = []
     try:
         with FolderLock(out, "--out"):
-            removed += _remove_staging(out, kept)
+            removed += _remove_staging(out, kept, log)
             if own is not None:
                 with FolderLock(own, "--checkpoint-dir"):
                     removed += _remove_checkpoints(own, log)
-    except ConfigError as err:  # in use by a trainer now, or not ours to write: what is left stays
+    except (ConfigError, DiskFullError, OSError) as err:  # in use by a trainer now, not ours to write, a full
+        # disk: what is left stays, and the pack, whose cells are all trained, still ends well
         log(f"{key.label()}: left what an earlier run left beside it ({err})")
         return removed
     if kept is not None:
@@ -77,11 +81,38 @@ def tidy(out: Path, checkpoint_root: Path | None, key: CellKey, kept: Path | Non
     return removed
 
 
-def _remove_staging(out: Path, kept: Path | None) -> list[Path]:
-    folders = staging_folders(out) + (staging_folders(kept) if kept is not None else [])
-    for folder in folders:
-        shutil.rmtree(folder)
-    return folders
+def _remove_staging(out: Path, kept: Path | None, log) -> list[Path]:
+    """Each staging folder's bundle files, then the folders that leaves empty: a file a user put in a bundle
+    before it was moved aside (the writer keeps those, and says where) stays, with the folders that hold it."""
+    removed = []
+    for folder in staging_folders(out) + (staging_folders(kept) if kept is not None else []):
+        for file in sorted(p for p in folder.rglob("*") if not p.is_dir() or p.is_symlink()):
+            if _made_by_the_writer(file.relative_to(folder)):
+                file.unlink()
+        for here, _, _ in sorted(os.walk(folder), key=lambda entry: -len(Path(entry[0]).parts)):
+            try:
+                Path(here).rmdir()  # only an empty one
+            except OSError:
+                pass
+        if folder.exists():
+            others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir())
+            log(f"{folder} holds files attnlab did not make ({', '.join(others[:5])}); they stay")
+        else:
+            removed.append(folder)
+    return removed
+
+
+def _made_by_the_writer(relative: Path) -> bool:
+    """A file a bundle writer puts in its staging folder (bundle_writer, finished): <holder>/bundle/ holds
+    bundle.json, the data files, params/ (Orbax's) and the temporary files of atomic writes."""
+    parts = relative.parts
+    if len(parts) < 2 or parts[0] != "bundle":
+        return False
+    inside = parts[1:]
+    if inside[0] == "params":
+        return True
+    name = inside[0]
+    return len(inside) == 1 and (name in (BUNDLE_FILE, *DATA_FILES) or (name.startswith(".") and name.endswith(".tmp")))
 
 
 def _remove_checkpoints(own: Path, log) -> list[Path]:
@@ -97,4 +128,5 @@ def _remove_checkpoints(own: Path, log) -> list[Path]:
     except OSError:
         others = sorted(p.name for p in own.iterdir())
         log(f"{own} holds files attnlab did not make ({', '.join(others[:5])}); they stay")
+        return [own / "orbax", marker]
     return [own]

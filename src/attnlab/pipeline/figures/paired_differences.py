@@ -2,8 +2,9 @@
 
 One row per variant: its best validation loss minus softmax's of the same seed,
 each at its own contest LR. The filled marker is the mean over the seeds both
-have and the bar its t-interval (the contest table's delta_vs_softmax,
-delta_ci_low and delta_ci_high); the small dots are the single seeds. The hollow
+have and the bar its interval (the contest table's delta_vs_softmax,
+delta_ci_low and delta_ci_high: a t-interval, or the confidence sequence where
+seeds were added until decided); the small dots are the single seeds. The hollow
 marker is the same difference with each variant at its best sweep LR (the
 best_lr table), with its interval where the sweep has more than one seed.
 Left of zero beats softmax.
@@ -71,7 +72,8 @@ def draw(data: dict, style: dict):
             ax.plot([low, low, np.nan, high, high], [y - 0.1, y + 0.1, np.nan, y - 0.1, y + 0.1], color=color, lw=1.4)
             note = f"wins {row.wins} seeds"
         else:
-            note = statistics.ONE_SEED
+            paired = float(row.n_paired)
+            note = "no bounded interval" if np.isfinite(paired) and paired >= 2 else statistics.ONE_SEED
         ax.plot([mean], [y], ls="none", marker=marker, ms=7.5, color=color, mec=MARKER_EDGE, mew=0.6)
         choice = " (auto)" if str(row.get("lr_choice", "")) == "auto" else ""
         labels.append((y, f"{variant}\ncontest LR {format_lr(float(row.lr))}{choice}"))
@@ -90,7 +92,7 @@ def draw(data: dict, style: dict):
     ax.set_ylim(len(shown) - 0.5, -0.6)
     ax.set_xlabel(f"best validation loss − {BASELINE}'s of the same seed (nats/char); left of 0 beats {BASELINE}")
     ax.grid(axis="x", alpha=0.3)
-    ax.set_title(wrap(f"Paired differences from {BASELINE}: mean over seeds (filled) with its {level} t-interval, "
+    ax.set_title(wrap(f"Paired differences from {BASELINE}: mean over seeds (filled) with its {level} interval, "
                       f"single seeds (dots), and each variant at its best sweep LR against {BASELINE} at its own "
                       "(hollow)", 0.8 * TEXT_WIDTH, 8.5), fontsize=8.5)
     return fig

@@ -55,7 +55,7 @@ class Pack:
         return [str(paths.RESULTS / self.place / self.variant / f"lr{lr}" / f"seed{seed}") for lr, seed in self.cells]
 
     def log(self) -> str:
-        at = f"-lr{LR_WILDCARD}" if self.pending else ""  # Snakemake: every log has the outputs' wildcards
+        at = f"-lr{LR_WILDCARD}" if self.pending else ""  # one log per chosen LR, as one pack per chosen LR
         return str(paths.LOGS / "train" / self.place / self.variant / f"{self.rule}{at}.log")
 
     def cell_arguments(self, wildcards) -> str:

@@ -3,8 +3,9 @@
 A config with `contest.rounds: {max_seeds, round_size}` trains contest.seeds as round 0. After each round
 the seed_round checkpoint (attnlab.pipeline.tables.rounds) reads the comparisons below over the seeds so far,
 through an anytime-valid confidence sequence, and asks for the next round while one of them is undecided;
-the plan then trains the next `round_size` seeds, the next integers after every seed the contest and the sweep
-use, up to `max_seeds` per variant. Pure data and arithmetic on the config, so the Snakefile can read it.
+the plan then trains the next `round_size` seeds, the next integers after every seed the config's studies use
+(the contest, the sweep and its own), up to `max_seeds` per variant. Pure data and arithmetic on the config,
+so the Snakefile can read it.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ def round_seeds(cfg: dict) -> list[tuple[int, ...]]:
     if rounds is None:
         return [first]
     size, budget = int(rounds.get("round_size", 1)), int(rounds["max_seeds"])
-    following = max(first + tuple(cfg["sweep"]["seeds"])) + 1  # a new seed is no sweep cell's
+    studied = tuple(s for entry in cfg.get("studies") or () for s in entry.get("seeds") or ())
+    following = max(first + tuple(cfg["sweep"]["seeds"]) + studied) + 1  # a new seed is no other study's cell
     out, total = [first], len(first)
     while total < budget:
         k = min(size, budget - total)

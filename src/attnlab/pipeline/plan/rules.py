@@ -237,8 +237,27 @@ class Plan:
                 continue  # select_lr writes it again, and the checkpoint brings its cells in
             if isinstance(lr, float) and lr > 0:
                 chosen[variant] = lr
-        cells = (Grid(self.config, chosen) if chosen else self.grid).trained()
+        seeds = self._decided_seeds_on_disk()
+        cfg = rounds.with_contest_seeds(self.config, seeds) if seeds else self.config
+        cells = (Grid(cfg, chosen) if chosen or seeds else self.grid).trained()
         return [b for b in bundles(cells) if not Path(b).exists()]
+
+    def _decided_seeds_on_disk(self) -> list[int] | None:
+        """The contest seeds the seed_round decisions on disk say were trained (None without rounds or before
+        any decision): missing_cells names their bundles too, read as it reads select_lr's choices."""
+        if not self.rounds:
+            return None
+        seeds = None
+        for index in range(len(self.round_seeds)):
+            try:
+                decision = json.loads(Path(str(paths.ROUND_PATTERN).format(round=index)).read_text())
+                trained, asked = [int(s) for s in decision["seeds"]], decision["next_seeds"]
+            except (OSError, ValueError, KeyError, TypeError):
+                break  # the checkpoint writes it again, and brings its cells in
+            seeds = trained
+            if not asked:
+                break
+        return seeds
 
     def grid_json(self, wildcards=None) -> str:
         """The contest (with every round's seeds) and the sweep as the collect step reads them."""
@@ -269,6 +288,17 @@ class Plan:
         """The trainer's resumable state for the cells of one folder (a Path, which Snakemake does not record as a
         param: moving it is never a change)."""
         return paths.checkpoint_root(wildcards.place)
+
+    def cell_log(self, wildcards) -> str:
+        """train_cell's log, which its trainer writes and holds (attnlab.training.job_log): a param, not a `log:`,
+        since Snakemake removes a job's `log:` files when it starts the job, even while another build runs it."""
+        return str(paths.TRAIN_LOG_PATTERN).format(place=wildcards.place, variant=wildcards.variant,
+                                                   lr=wildcards.lr, seed=wildcards.seed)
+
+    @staticmethod
+    def pack_log(pack: packs.Pack):
+        """A pack's log (see cell_log), with the LR its select_lr checkpoint chose where the LR was pending."""
+        return lambda wildcards: pack.log().replace(packs.LR_WILDCARD, getattr(wildcards, "lr", packs.LR_WILDCARD))
 
     def train_gpu(self, wildcards=None) -> int:
         """The `gpu` resource one training job claims: 1 on a machine whose GPU the planning sees, else 0."""

@@ -39,19 +39,25 @@ def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
     tables = build_tables(runs, bundles, grid)
     out_dir = Path(out_dir)
     atomic_write_text(out_dir / "runs.csv", runs.to_csv(index=False))
-    for name, table in tables.items():
-        if name != "runs":
-            write_table(table, out_dir / name, display(name, table))
+    with intervals_of(grid):  # a display that computes an interval computes the same kind
+        for name, table in tables.items():
+            if name != "runs":
+                write_table(table, out_dir / name, display(name, table))
     return tables
+
+
+def intervals_of(grid: ContestGrid):
+    """The context every interval of these tables is computed in: where seeds were added until decided, the
+    confidence sequence the rule read (attnlab.pipeline.tables.rounds); else the t-interval."""
+    if grid.rounds_budget:
+        return statistics.sequential(confidence_sequence.tuned_precision(grid.rounds_budget))
+    return contextlib.nullcontext()
 
 
 def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | dict) -> dict[str, pd.DataFrame]:
     """Every collected table of the contract, each checked against its contract columns."""
     grid = ContestGrid.of(grid)
-    # Seeds added until decided: every interval is the confidence sequence the rule read (tables.rounds).
-    sequential = statistics.sequential(confidence_sequence.tuned_precision(grid.rounds_budget)) \
-        if grid.rounds_budget else contextlib.nullcontext()
-    with sequential:
+    with intervals_of(grid):
         contest = contest_table(runs, grid)
         built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
                  "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),
