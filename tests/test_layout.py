@@ -157,7 +157,12 @@ def path_exists(path: str) -> bool:
 
 
 def names_exist(dotted: str) -> bool:
-    """`dotted` is an attnlab module, or a name defined at the top of one."""
+    """`dotted` is an attnlab module, or a name defined at the top of one (or the entry point group through which
+    installed packages add variants, a dotted name that is no module)."""
+    from attnlab.core.variants import ENTRY_POINT_GROUP
+
+    if dotted == ENTRY_POINT_GROUP:
+        return True
     parts = dotted.split(".")
     for cut in range(len(parts), 0, -1):
         module, rest = ".".join(parts[:cut]), parts[cut:]

@@ -72,7 +72,7 @@ def draw(data: dict, style: dict):
             ax.plot([low, low, np.nan, high, high], [y - 0.1, y + 0.1, np.nan, y - 0.1, y + 0.1], color=color, lw=1.4)
             note = f"wins {row.wins} seeds"
         else:
-            paired = float(row.n_paired)
+            paired = float(row.get("n_paired", np.nan))
             note = "no bounded interval" if np.isfinite(paired) and paired >= 2 else statistics.ONE_SEED
         ax.plot([mean], [y], ls="none", marker=marker, ms=7.5, color=color, mec=MARKER_EDGE, mew=0.6)
         choice = " (auto)" if str(row.get("lr_choice", "")) == "auto" else ""
