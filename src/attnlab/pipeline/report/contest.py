@@ -184,8 +184,9 @@ def rounds_text(rounds: pd.DataFrame) -> str:
              "budget spent": "the budget was spent with a comparison still undecided"}.get(last.outcome, last.outcome)
     return (f"The contest's seeds were added until decided: {int(last.n_seeds)} seeds per variant in "
             f"{int(last['round']) + 1} rounds, of a budget of {int(last.max_seeds)}; after the last round, {ended}. "
-            f"Every interval of this build is {last.method}, which stays valid when the number of seeds depends "
-            f"on the data seen, in place of the t-interval, and wider than it (docs/statistics.md). The "
+            f"Every interval over the contest's seeds (its tables and the ledger) is {last.method}, which stays "
+            f"valid when the number of seeds depends on the data seen, in place of the t-interval, and wider "
+            f"than it (docs/statistics.md). The "
             f"comparisons the rule read, after the last round: {states}.")
 
 
