@@ -104,7 +104,9 @@ show_table(shown("params", tables["params"]), "Trainable parameters per variant.
 # seeds, std with ddof 0). Every variant of a seed trains on the same batches,
 # in the same order, from the same skeleton initialisation, so each variant is
 # compared with softmax seed by seed: the mean of the per-seed differences, its
-# t-interval over the seeds both have, and the seeds the variant wins. An
+# 95% interval over the seeds both have (a t-interval, unless the seeds were
+# added until decided, as the text below the table then says), and the seeds
+# the variant wins. An
 # interval that excludes 0 is a difference the seeds resolve; one that spans 0
 # is not. A contest LR marked `auto` is the sweep's best on the same held-out
 # batches that report the contest, and the winning sweep cell doubles as that

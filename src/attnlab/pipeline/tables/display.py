@@ -126,7 +126,7 @@ def params_display(params: pd.DataFrame) -> pd.DataFrame:
                                                                        else MISSING)
                                      for v, n in zip(params.variant, extra)],
         **({"steps/s": params.steps_per_s.map(lambda x: f"{x:.1f}" if pd.notna(x) else MISSING),
-            f"time per step vs {BASELINE} [95% CI]": [
+            f"time per step vs {BASELINE} [95% interval]": [
                 "baseline" if v == BASELINE else _time_text(r, c_lo, c_hi)
                 for v, r, c_lo, c_hi in zip(params.variant, params.time_vs_softmax, params.time_ci_low,
                                             params.time_ci_high)]} if "steps_per_s" in params else {}),
