@@ -213,7 +213,7 @@ def training_fingerprint(variant: str, src: Path = SRC) -> str:
              "twin": variants.NORMALISER_TWINS.get(variant)}  # what the registry means for this cell
     if variant in variants.EXTERNAL:
         entry["package"] = external_package(variant)
-        own = tuple(m for m in entry["package"]["imports"] if module_file_in(m, Path(src)))  # attnlab code it uses
+        own = tuple(m for m in entry["package"]["imports"] if module_file(m, src).is_file())  # attnlab code it uses
         return cached_fingerprint(("attnlab.training.train", *own), str(src), json.dumps(entry, sort_keys=True),
                                   (REGISTRY,))
     return cached_fingerprint(("attnlab.training.train", variants.variant_module(variant)), str(src),
@@ -238,35 +238,16 @@ def external_package(variant: str) -> dict:
                        if f.is_file() and "__pycache__" not in f.parts and f.suffix not in (".pyc", ".pyo"))
         for file in files:
             digest.update(f"{file.relative_to(root.parent)}\0".encode() + file.read_bytes() + b"\0")
-            if file.suffix == ".py":
-                imports |= _attnlab_imports(file.read_text(errors="replace"))
+            if file.suffix == ".py":  # the attnlab modules it imports, as the import graph reads attnlab's own
+                parts = file.relative_to(root.parent).with_suffix("").parts
+                module = ".".join(parts[:-1] if file.name == "__init__.py" else parts)
+                try:
+                    imports |= set(_scan(module, ast.parse(file.read_text(errors="replace")),
+                                         file.name == "__init__.py")["imports"])
+                except SyntaxError:
+                    pass
     return {"distribution": distribution, "version": version, "files": digest.hexdigest()[:16],
             "imports": sorted(imports)}
-
-
-def _attnlab_imports(text: str) -> set[str]:
-    """The attnlab modules a source file imports by name (`from attnlab.x import y` gives attnlab.x and, where
-    it is a module, attnlab.x.y): an installed variant built on attnlab's own score code retrains with it."""
-    try:
-        tree = ast.parse(text)
-    except SyntaxError:
-        return set()
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found |= {alias.name for alias in node.names if alias.name.split(".")[0] == PACKAGE}
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and (node.module or "").split(".")[0] == PACKAGE:
-            found |= {node.module} | {f"{node.module}.{alias.name}" for alias in node.names}
-    return found
-
-
-def module_file_in(module: str, src: Path) -> bool:
-    """Whether `module` is a module or package of the source tree `src`."""
-    base = src.joinpath(*module.split("."))
-    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
-
-
-# ---- package data files
 
 
 def _named_data_files(module: str, path: Path, src: Path, facts: dict, files: frozenset) -> dict[str, Path]:

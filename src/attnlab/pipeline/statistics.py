@@ -262,7 +262,7 @@ def interval(center: float, spread: float, n: int) -> tuple[float, float]:
     `sequential` the confidence sequence's (±inf while too few seeds bound the mean)."""
     if n < 2 or not math.isfinite(spread) or spread == 0:  # zero spread: degenerate, no interval (ZERO_SPREAD)
         return math.nan, math.nan
-    if _SEQUENTIAL.get() is None:
+    if _SEQUENTIAL.get() is None:  # scipy's own interval, as ever: every fixed-seed table keeps its bytes
         low, high = stats.t.interval(CONFIDENCE, n - 1, loc=center, scale=spread / math.sqrt(n))
         return float(low), float(high)
     half = float(half_widths(n, spread))

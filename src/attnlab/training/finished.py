@@ -63,11 +63,7 @@ def forget(kept: Path) -> None:
             path = kept / name
             if path.is_file() or path.is_symlink():
                 path.unlink()
-        for folder, _, _ in sorted(os.walk(kept), key=lambda entry: -len(Path(entry[0]).parts)):
-            try:
-                Path(folder).rmdir()  # only an empty one
-            except OSError:
-                pass
+        remove_empty_folders(kept)
     top = next((p for p in kept.parents if p.name == FINISHED), None)
     if top is None:
         return
@@ -78,6 +74,16 @@ def forget(kept: Path) -> None:
             return
         if parent == top:
             return
+
+
+def remove_empty_folders(top: Path) -> None:
+    """Remove `top` and every folder under it that is empty once the ones below it are gone (never one that holds
+    anything)."""
+    for folder, _, _ in sorted(os.walk(top), key=lambda entry: -len(Path(entry[0]).parts)):
+        try:
+            Path(folder).rmdir()  # only an empty one
+        except OSError:
+            pass
 
 
 def _own_files(kept: Path) -> list[str]:

@@ -30,7 +30,7 @@ class FolderLock:
     def __init__(self, folder: Path, option: str):
         self.folder = Path(folder)
         self.option = option
-        self.path = self.folder.parent / f".{self.folder.name}.lock"
+        self.path = lock_path(self.folder)
         self._fd: int | None = None
         self._made: list[Path] = []
 
@@ -109,6 +109,11 @@ class FolderLock:
             except OSError:
                 break
         self._made = []
+
+
+def lock_path(folder: Path) -> Path:
+    """The lock file of a folder: `.<name>.lock` beside it."""
+    return Path(folder).parent / f".{Path(folder).name}.lock"
 
 
 def release_locks() -> None:

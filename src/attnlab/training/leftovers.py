@@ -13,7 +13,6 @@ whatever it cannot remove stays, said in the log, and the pack still ends well.
 
 from __future__ import annotations
 
-import os
 import shutil
 from pathlib import Path
 
@@ -22,7 +21,7 @@ from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.training import checkpoint, finished
 from attnlab.training.disk_full import DiskFullError
-from attnlab.training.folder_lock import FolderLock
+from attnlab.training.folder_lock import FolderLock, lock_path
 
 STAGING_KINDS = ("partial", "old")  # bundle_writer and finished: .<name>.partial-*, .<name>.old-* (mkdtemp)
 
@@ -36,8 +35,8 @@ def staging_folders(target: Path) -> list[Path]:
     return sorted(p for p in found if p.is_dir() and not p.is_symlink())
 
 
-def lock_file(folder: Path) -> Path:
-    return Path(folder).parent / f".{Path(folder).name}.lock"  # FolderLock's name for it
+def checkpoint_folder(checkpoint_root: Path, key: CellKey) -> Path:
+    return cell_dir(Path(checkpoint_root).resolve(), key.variant, key.lr, key.seed)  # ResumeCheckpoints' folder
 
 
 def found(out: Path, checkpoint_root: Path | None, key: CellKey, kept: Path | None = None) -> list[Path]:
@@ -45,10 +44,10 @@ def found(out: Path, checkpoint_root: Path | None, key: CellKey, kept: Path | No
     out = Path(out).resolve()
     places = [out] + ([Path(kept)] if kept is not None else [])
     left = [p for place in places for p in staging_folders(place)]
-    left += [lock_file(out)] if lock_file(out).is_file() else []
+    left += [lock_path(out)] if lock_path(out).is_file() else []
     if checkpoint_root is not None:
-        own = cell_dir(Path(checkpoint_root).resolve(), key.variant, key.lr, key.seed)
-        left += [p for p in (own, lock_file(own)) if p.exists()]
+        own = checkpoint_folder(checkpoint_root, key)
+        left += [p for p in (own, lock_path(own)) if p.exists()]
     return left
 
 
@@ -57,8 +56,8 @@ def tidy(out: Path, checkpoint_root: Path | None, key: CellKey, kept: Path | Non
     another trainer holds is left as it is, and so is any file in the checkpoint folder that attnlab did not make."""
     if not found(out, checkpoint_root, key, kept):
         return []
-    own = cell_dir(Path(checkpoint_root).resolve(), key.variant, key.lr, key.seed) if checkpoint_root else None
-    locks = [lock for lock in (lock_file(out), lock_file(own) if own is not None else None)
+    own = checkpoint_folder(checkpoint_root, key) if checkpoint_root is not None else None
+    locks = [lock for lock in (lock_path(out), lock_path(own) if own is not None else None)
              if lock is not None and lock.is_file()]
     removed: list[Path] = []
     try:
@@ -89,11 +88,7 @@ def _remove_staging(out: Path, kept: Path | None, log) -> list[Path]:
         for file in sorted(p for p in folder.rglob("*") if not p.is_dir() or p.is_symlink()):
             if _made_by_the_writer(file.relative_to(folder)):
                 file.unlink()
-        for here, _, _ in sorted(os.walk(folder), key=lambda entry: -len(Path(entry[0]).parts)):
-            try:
-                Path(here).rmdir()  # only an empty one
-            except OSError:
-                pass
+        finished.remove_empty_folders(folder)
         if folder.exists():
             others = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if not p.is_dir())
             log(f"{folder} holds files attnlab did not make ({', '.join(others[:5])}); they stay")
