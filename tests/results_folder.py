@@ -186,7 +186,8 @@ def ladder_tables(protocol: str) -> dict[str, pd.DataFrame]:
                                  "max_score_ratio": top_score(v) / top_score("softmax"),
                                  "entropy_gap": 0.2 if v.startswith("yat") else 0.0,
                                  "series": ladder.SIZE if steps == 1000 else ladder.LENGTH,
-                                 "late_gain": 0.001, "improving": False})
+                                 "late_gain": 0.001, "improving": False, "to_plateau": False,
+                                 "trained_steps": steps})
     seeds = pd.DataFrame(rows)
     seeds = seeds[ladder.seed_columns(["d_model"])]
     verdicts = claims.ledger(tables(protocol))

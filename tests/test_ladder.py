@@ -312,8 +312,9 @@ def test_a_bad_point_is_refused_before_any_job_naming_the_study_and_the_key(poin
         validate_config(ladder_config(points, **study))
 
 
-def test_the_ladder_config_spans_25x_from_about_30k_with_a_length_axis_at_one_rung():
+def test_the_ladder_config_spans_25x_from_about_30k_with_every_rung_trained_to_its_plateau():
     cfg = load_config(REPO / "config" / "ladder.yaml")
+    settle = load_config(REPO / "config" / "settle.yaml")
     study = studies.studies(cfg)[-1]
     assert study.name == ladder.LADDER and set(study.variants) == set(VARIANTS) and len(study.seeds) == 3
     rungs = {}
@@ -321,11 +322,48 @@ def test_the_ladder_config_spans_25x_from_about_30k_with_a_length_axis_at_one_ru
         values = dict(point)
         d_model = values["model.d_model"]
         assert values["model.d_ff"] == 4 * d_model and d_model // values["model.heads"] == 16
-        rungs.setdefault((d_model, values["model.layers"], values["model.heads"]), set()).add(values["train.steps"])
+        train = studies.resolved(cfg, study.fixed + point)["train"]
+        # the settle build's stopping rule at every rung, on the whole validation split and at its batch
+        assert train["plateau"] == settle["train"]["plateau"] and train["eval_whole_split"]
+        assert (train["batch_size"], train["eval_every"]) == (settle["train"]["batch_size"],
+                                                              settle["train"]["eval_every"])
+        rungs.setdefault((d_model, values["model.layers"], values["model.heads"]), set()).add(train["steps"])
     sizes = {rung: RUNGS[rung] for rung in rungs}  # the counts `attnlab params` prints at each rung
     assert len(rungs) >= 4 and max(sizes.values()) / min(sizes.values()) >= 25 and min(sizes.values()) < 40_000
-    assert [steps for steps in rungs.values() if len(steps) > 1] == [{1000, 4000}]
+    assert all(len(steps) == 1 for steps in rungs.values()), "one ceiling per rung: no length axis at a plateau"
     assert len({lr for v, lr in cfg["contest"]["lr"].items()}) == 1, "one LR for every variant"
+
+
+def plateau_cells(stops):
+    """cells() trained to a plateau with a 10,000-step ceiling: cell i stops at stops[i % len(stops)]."""
+    out = []
+    for i, (key, summary) in enumerate(cells(rungs=tuple(RUNGS)[:2])):
+        summary = json.loads(json.dumps(summary))
+        summary["config"]["train"].update(steps=10_000, plateau={"patience": 1000, "tolerance": 0.005})
+        summary.update(steps_done=stops[i % len(stops)], plateau_step=stops[i % len(stops)])
+        out.append((key, summary))
+    return out
+
+
+def test_a_ladder_at_its_plateau_says_how_long_its_cells_trained_where_it_names_its_protocol(tmp_path):
+    stops = (3750, 6000, 10_000)
+    seeds = ladder.seed_table(plateau_cells(stops))
+    assert seeds.to_plateau.all() and set(seeds.trained_steps) == set(stops) and set(seeds.steps) == {10_000}
+    table = ladder.ladder_table(seeds)
+    assert table.trained_steps_min.eq(3750).all() and table.trained_steps_max.eq(10_000).all() and table.to_plateau.all()
+    assert set(table.series) == {ladder.SIZE}, "one ceiling: every rung is in the size series"
+    text = "each cell to its plateau (3,750–10,000 steps, at most 10,000)"
+    assert ladder.length_text(seeds) == text
+    assert ladder.length_text(table, "trained_steps_min", "trained_steps_max") == text
+    trend = scale.a3_benefit_shrinks({"ladder_seeds": seeds}, PUB, "synthetic")
+    assert trend.protocol == f"synthetic (scale ladder: 2 rungs, 31.7 k–94.3 k parameters, {text})"
+    shown = ladder.ladder_display(table)
+    assert list(shown.trained) == ["3,750–10,000"] * len(table)
+    # a fixed-step ladder names its steps, as before
+    fixed = ladder.seed_table(cells(rungs=tuple(RUNGS)[:2]))
+    assert not fixed.to_plateau.any() and set(fixed.trained_steps) == {1000}
+    assert ladder.length_text(fixed) == "1,000 steps" and "trained" not in ladder.ladder_display(
+        ladder.ladder_table(fixed))
 
 
 def test_the_smoke_config_has_a_two_rung_ladder_whose_first_rung_is_its_contest():

@@ -130,14 +130,15 @@ _TABLES = (
     Table("study_runs", "study", "one cell of a study", ("study", "variant", "lr", "seed", "best_val_loss",
                                                          "path"), formats=("csv",), open=True),
     # The scale ladder (the study named `ladder`, attnlab.pipeline.tables.ladder): the ladder's axis columns follow
-    # `rung` (1, 2, ... by parameter count; `steps` is always there). ladder_seeds: one row per cell, with the
+    # `rung` (1, 2, ... by parameter count; `steps` is always there: train.steps, the ceiling where to_plateau, the
+    # cells then training trained_steps each). ladder_seeds: one row per cell, with the
     # paired values against the baseline of the same seed and point (delta_vs_softmax in nats, max_score_ratio
     # = variant / baseline max score, entropy_gap = variant - baseline mean normalised entropy); series is
     # "size" at the ladder's length (the steps value most rungs share) and "length" at another.
     Table("ladder_seeds", "ladder", "one cell of the ladder",
           ("rung", "steps", "variant", "lr", "seed", "n_params", "log10_n_params", "best_val_loss", "diverged",
            "max_score", "entropy_mean", "a3_gate_mean", "delta_vs_softmax", "max_score_ratio", "entropy_gap",
-           "series", "late_gain", "improving"), formats=("csv",), open=True),
+           "series", "late_gain", "improving", "to_plateau", "trained_steps"), formats=("csv",), open=True),
     # ladder: per point and variant, the best validation loss (mean over seeds, its t-interval), the paired
     # columns against the baseline at the same point, the max-score ratio and entropy gap paired by seed with
     # their intervals, A³'s gate mean over layers and heads (interval over seeds; a3_gate_init = A3_GATE_INIT).
@@ -146,7 +147,8 @@ _TABLES = (
            "best_val_ci_low", "best_val_ci_high") + PAIRED_COLUMNS
           + ("max_score_ratio", "max_score_ratio_ci_low", "max_score_ratio_ci_high", "entropy_gap",
              "entropy_gap_ci_low", "entropy_gap_ci_high", "a3_gate_mean", "a3_gate_ci_low", "a3_gate_ci_high",
-             "a3_gate_init", "series", "interval_note"), open=True),
+             "a3_gate_init", "series", "interval_note", "to_plateau", "trained_steps_min", "trained_steps_max"),
+          open=True),
     # Every check of the ledger run on one point's cells alone (attnlab.pipeline.claims.rungs): its verdict
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",

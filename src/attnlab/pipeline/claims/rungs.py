@@ -24,15 +24,17 @@ from attnlab.pipeline.claims.ledger import CHECKS
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.statistics import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
-from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, params_text
+from attnlab.pipeline.tables.ladder import (LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, length_text,
+                                            params_text)
 from attnlab.pipeline.tables.study_cli import study_cli
 from attnlab.pipeline.tables.runs import flatten, late_gain
 from attnlab.pipeline.tables.display import write_table
 
 
-def rung_protocol(protocol: str, rung: int, n_params: int, steps: int) -> str:
-    """'ladder (scale ladder rung 4: 818 k parameters, 1,000 steps)': what a verdict at one point was measured at."""
-    return f"{protocol} ({LADDER_PROTOCOL} rung {rung}: {params_text(n_params)} parameters, {steps:,} steps)"
+def rung_protocol(protocol: str, rung: int, n_params: int, length: str) -> str:
+    """'ladder (scale ladder rung 4: 818 k parameters, 1,000 steps)': what a verdict at one point was measured at
+    (length: attnlab.pipeline.tables.ladder.length_text of the point's cells)."""
+    return f"{protocol} ({LADDER_PROTOCOL} rung {rung}: {params_text(n_params)} parameters, {length})"
 
 
 def point_grid(cells: list[tuple[CellKey, dict]], protocol: str) -> dict:
@@ -68,7 +70,7 @@ def rung_claims(cells: list[tuple[CellKey, dict]], protocol: str, pub: dict | No
         where = at_point.iloc[0]
         base = at_point[at_point.variant == contract.BASELINE]
         n_params = int((base if len(base) else at_point).n_params.min())
-        at = rung_protocol(protocol, int(where.rung), n_params, int(where[STEPS]))
+        at = rung_protocol(protocol, int(where.rung), n_params, length_text(at_point))
         tables = point_tables([cells[i] for i in at_point.index], at)
         for check in CHECKS:
             claim = check(tables, pub, at)

@@ -26,7 +26,7 @@ from attnlab.pipeline.claims.common import (A3_POST, KERNEL_POST, Claim, at_prot
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
 from attnlab.pipeline.estimate_text import describe
-from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, params_text
+from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, length_text, params_text
 
 TREND_UNIT = "nats per tenfold parameters"
 TREND_KERNELS = ("yat", "yat_b")
@@ -57,11 +57,12 @@ def ladder_plateau(rows: pd.DataFrame, variants) -> pp.Condition:
 
 
 def ladder_protocol(rows: pd.DataFrame, protocol: str) -> str:
-    """'ladder (scale ladder: 4 rungs, 31.7 k–818 k parameters, 1,000 steps)'."""
+    """'ladder (scale ladder: 4 rungs, 31.7 k–818 k parameters, 1,000 steps)', or '..., each cell to its plateau
+    (3,750–10,000 steps, at most 10,000))'."""
     sizes = rows[rows.variant == BASELINE].n_params if (rows.variant == BASELINE).any() else rows.n_params
     rungs = rows.rung.nunique()
     return (f"{protocol} ({LADDER_PROTOCOL}: {rungs} rung{'s' if rungs != 1 else ''}, {params_text(sizes.min())}–"
-            f"{params_text(sizes.max())} parameters, {int(rows[STEPS].iloc[0]):,} steps)")
+            f"{params_text(sizes.max())} parameters, {length_text(rows)})")
 
 
 def is_ladder_row(row) -> bool:

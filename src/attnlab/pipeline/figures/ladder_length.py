@@ -31,7 +31,10 @@ def draw(data: dict, style: dict):
     fig, (loss_ax, gap_ax) = new_figure(style, 3.4, ncols=2, layout="constrained")
     if table.empty:
         gap_ax.remove()
-        empty_note(loss_ax, "the ladder trained no rung at more than one length")
+        plateau = len(seeds) and "to_plateau" in seeds and seeds.to_plateau.astype(bool).any()
+        empty_note(loss_ax, "every cell trained to its plateau, so the ladder has no training-length axis (the "
+                   "steps each cell trained: ladder_seeds.csv's trained_steps)" if plateau
+                   else "the ladder trained no rung at more than one length")
         return fig
     rung = int(table.rung.min())
     table, seeds = table[table.rung == rung], seeds[seeds.rung == rung] if len(seeds) else seeds

@@ -21,7 +21,8 @@ from attnlab.pipeline.claims.scale import is_ladder_row, is_rung_row
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.formatting import plural
 from attnlab.pipeline.statistics import verdict_word
-from attnlab.pipeline.tables.ladder import LADDER, ladder_display, length_series, params_text, size_series
+from attnlab.pipeline.tables.ladder import (LADDER, ladder_display, length_series, length_text, params_text,
+                                            size_series)
 
 def load(folder: Path) -> dict[str, pd.DataFrame]:
     """The ladder tables of a build ({} when it has no ladder, even if an earlier config left them on disk:
@@ -62,9 +63,10 @@ def scale_results(ladder: pd.DataFrame, ledger: pd.DataFrame) -> str:
         return "The build's ladder has no rung at its own length."
     base = size[size.variant == BASELINE] if (size.variant == BASELINE).any() else size
     seeds = int(size.n_seeds.max())
+    each = "" if "to_plateau" in size and size.to_plateau.astype(bool).any() else " each"
     text = [f"The ladder trains {plural(size.variant.nunique(), 'variant')} at {plural(size.rung.nunique(), 'rung')} "
             f"from {params_text(base.n_params.min())} to {params_text(base.n_params.max())} parameters, "
-            f"{int(size.steps.iloc[0]):,} steps each, over {plural(seeds, 'seed')}."]
+            f"{length_text(size, 'trained_steps_min', 'trained_steps_max')}{each}, over {plural(seeds, 'seed')}."]
     rows = ledger[[is_ladder_row(r) for r in ledger.itertuples()]] if not ledger.empty else ledger
     for row in rows.itertuples():
         if not is_rung_row(row):

@@ -3,7 +3,9 @@
 
 A ladder is a study whose points are model sizes (rungs: d_model, layers and
 heads rising together) and, at one rung, training lengths. A rung is one model
-config; its `steps` column says how long it trained. The ladder's length is
+config; its `steps` column is train.steps: how long it trained, or, where the
+cells train to their plateau (train.plateau, `to_plateau`), the ceiling, with
+the steps each cell did train in `trained_steps`. The ladder's length is
 the steps value most rungs share; the rows at that length are the size series
 (what the trend over parameter count reads), and the rows of a rung trained at
 several lengths are the length series. Every comparison is paired by seed with
@@ -103,6 +105,8 @@ def cell_frame(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
             "max_score": float(telemetry.get("max_score", math.nan)),
             "entropy_mean": float(telemetry.get("entropy", {}).get("mean", math.nan)),
             "a3_gate_mean": gate_mean(bundle), **late_gain(bundle),
+            "to_plateau": bool(bundle["config"]["train"].get("plateau")),
+            "trained_steps": int(bundle.get("steps_done", cell_value(cell, bundle, f"train.{STEPS}"))),
         })
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -197,6 +201,8 @@ def ladder_table(seeds: pd.DataFrame) -> pd.DataFrame:
                 "a3_gate_mean": gate.mean if gate else math.nan, "a3_gate_ci_low": gate.low if gate else math.nan,
                 "a3_gate_ci_high": gate.high if gate else math.nan, "a3_gate_init": contract.A3_GATE_INIT,
                 "series": first.series, "interval_note": delta.reason or loss.reason,
+                "to_plateau": bool(own.to_plateau.any()), "trained_steps_min": int(own.trained_steps.min()),
+                "trained_steps_max": int(own.trained_steps.max()),
             })
     return pd.DataFrame(rows, columns=columns)
 
@@ -229,6 +235,17 @@ def length_series(table: pd.DataFrame) -> pd.DataFrame:
     return table[table.rung.isin(lengths[lengths > 1].index)].sort_values(["rung", STEPS], kind="stable")
 
 
+def length_text(rows: pd.DataFrame, lowest: str = "trained_steps", highest: str = "trained_steps") -> str:
+    """How long rows of the ladder trained: '1,000 steps', or, where they train to their plateau, 'each cell to
+    its plateau (3,750–10,000 steps, at most 10,000)'."""
+    ceiling = int(rows[STEPS].max())
+    if "to_plateau" not in rows or not rows.to_plateau.astype(bool).any():
+        return f"{ceiling:,} steps"
+    low, high = int(rows[lowest].min()), int(rows[highest].max())
+    trained = f"{low:,} steps" if low == high else f"{low:,}–{high:,} steps"
+    return f"each cell to its plateau ({trained}, at most {ceiling:,})"
+
+
 # ---- the .md and .tex
 
 
@@ -255,6 +272,9 @@ def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
                  estimate(getattr(r, stem), getattr(r, low), getattr(r, high), fmt)) for r in table.itertuples()]
 
     shown = table[["rung", *axes, STEPS]].copy()
+    if "to_plateau" in table and table.to_plateau.astype(bool).any():  # steps is then the ceiling: show what the cells did train
+        shown["trained"] = [f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
+                            for lo, hi in zip(table.trained_steps_min.astype(int), table.trained_steps_max.astype(int))]
     shown["parameters"] = table.n_params.map(params_text)
     shown["variant"], shown["LR"] = table.variant, table.lr.map(lambda lr: format_lr(float(lr)))
     shown["seeds"] = table.n_seeds
