@@ -124,9 +124,10 @@ def test_each_verdict_has_a_one_line_reason(verdict, interval, resolution, expec
     assert ledger.reason(row) == expected
 
 
-def test_both_posts_are_cited_and_every_ledger_row_names_its_post(workspace):
+def test_both_posts_and_the_catalogs_papers_are_cited_and_every_ledger_row_names_its_source(workspace):
     refs = ledger.references_html()
-    assert refs.count("<li>") == 2
+    assert refs.count("<li>") == 2 + len(claims.PAPERS), "the two posts, then the catalog's six papers"
+    assert '<a href="https://arxiv.org/abs/2504.20966">“Softpick: No Attention Sink' in refs
     assert ('<a href="https://tahabouhsine.com/blog/attention-is-a-compatibility-kernel-jax-flax-nnx/">'
             "“Softmax-Free Attention in JAX/Flax NNX”</a>") in refs and "Taha Bouhsine" in refs
     assert "“A³ Attention: The Softmax Is Not Sacred”" in refs
@@ -135,7 +136,8 @@ def test_both_posts_are_cited_and_every_ledger_row_names_its_post(workspace):
     shown = ledger.ledger_html(table)
     assert all('<span class="post">' in c and html.escape(ledger.sources()[s]["short"]) in c
                for s, c in zip(table.source, shown.claim))
-    assert all(ledger.reference_number(s) in (1, 2, None) for s in table.source)
+    assert all(ledger.reference_number(s) in (1, 2, None) for s in table.source if s not in claims.PAPERS)
+    assert [ledger.reference_number(s) for s in claims.PAPERS] == list(range(3, 3 + len(claims.PAPERS)))
 
 
 def test_verdict_badges_carry_their_kind_and_the_full_verdict_as_a_title():

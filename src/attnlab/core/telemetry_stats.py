@@ -11,6 +11,10 @@ import numpy as np
 SHARP_BELOW = 0.3  # a row with normalised entropy below this is "sharp"
 DIFFUSE_ABOVE = 0.8  # ... above this, "diffuse"
 ENTROPY_BINS = 50
+# A head has an attention sink when its queries put, on average, more than this weight on the window's first key
+# (Gu et al. 2024, "When Attention Sink Emerges in Language Models", the sink rate's epsilon, which the Softpick
+# paper uses too); the sink rate is the share of layer x head pairs that have one.
+SINK_WEIGHT = 0.3
 
 
 def mass_auroc(mass: np.ndarray, correct: np.ndarray) -> float:
@@ -56,6 +60,8 @@ def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:
             "rows": int(every_row.size),
         },
     }
+    if "first_key_sum" in arrays:
+        summary.update(sink_summary(arrays))
     if "mass" in arrays:
         summary["mass_auroc"] = mass_auroc(arrays["mass"], arrays["correct"])
         summary["mass_mean"] = float(arrays["mass"].mean())
@@ -67,6 +73,33 @@ def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:
             summary[f"a3_{name}_mean"] = mean.tolist()
             summary[f"a3_{name}_std"] = np.sqrt(var).tolist()
     return summary
+
+
+def sink_summary(arrays: dict[str, np.ndarray]) -> dict:
+    """The attention-sink, signed-weight and activation-outlier scalars from the probe's arrays.
+
+    first_key_weight: per layer x head, the mean weight a query puts on its window's first key (every query
+    sees it); sink_rate: the share of layer x head pairs above SINK_WEIGHT. negative_mass_share: the magnitude
+    on negative weights over the magnitude of all weights (0 for a variant whose weights cannot be negative).
+    activation_kurtosis: per layer, the Pearson kurtosis of the residual stream after the block, averaged over
+    held-out batches; activation_max: the largest |activation| there; each also as the maximum over layers.
+    """
+    batches, _, batch, _, length = arrays["entropy"].shape  # (N, L, B, H, T)
+    first_key = arrays["first_key_sum"].sum(0) / (batches * batch * length)  # (L, H)
+    negative, absolute = arrays["negative_sum"].sum(0), arrays["absolute_sum"].sum(0)
+    kurtosis = arrays["activation_kurtosis"].mean(0)  # (L,)
+    largest = arrays["activation_max"].max(0)  # (L,)
+    return {
+        "first_key_weight_per_layer_head": first_key.tolist(),
+        "sink_rate": float((first_key > SINK_WEIGHT).mean()),
+        "negative_mass_share": float(negative.sum() / absolute.sum()) if absolute.sum() > 0 else float("nan"),
+        "negative_mass_share_per_layer": np.divide(negative, absolute, out=np.full_like(negative, np.nan),
+                                                   where=absolute > 0).tolist(),
+        "activation_kurtosis_per_layer": kurtosis.tolist(),
+        "activation_kurtosis": float(kurtosis.max()),
+        "activation_max_per_layer": largest.tolist(),
+        "activation_max": float(largest.max()),
+    }
 
 
 def entropy_histograms(entropy: np.ndarray) -> np.ndarray:

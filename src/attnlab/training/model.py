@@ -142,15 +142,22 @@ class GPT(nnx.Module):
 
         probe=True always computes attention densely (the telemetry reads the weights).
         """
+        logits, outputs, _ = self.forward(tokens, dropout_key, probe)
+        return (logits, outputs) if probe else logits
+
+    def forward(self, tokens: jnp.ndarray, dropout_key: jax.Array | None = None, dense: bool = False):
+        """(logits, each layer's ScoreOutput, each block's output: the residual stream after it (L of
+        (B, T, d_model))). One pass for training, evaluation and the telemetry, so what the telemetry reads is
+        what trains; unused outputs cost nothing under jit."""
         length = tokens.shape[1]
         x = self.tok_embed(tokens) + self.pos_embed(jnp.arange(length))[None]
         keys = self._dropout_keys(dropout_key)
-        outputs = []
+        outputs, residuals = [], []
         for layer, block in enumerate(self.blocks):
-            x, out = block(x, self.score, layer, keys[layer], probe)
+            x, out = block(x, self.score, layer, keys[layer], dense)
             outputs.append(out)
-        logits = self.head(self.ln_final(x))
-        return (logits, outputs) if probe else logits
+            residuals.append(x)
+        return self.head(self.ln_final(x)), outputs, residuals
 
     def _dropout_keys(self, key: jax.Array | None) -> list[list[jax.Array | None]]:
         """One key per layer and dropout site (DROPOUT_SITES), or all None for evaluation."""

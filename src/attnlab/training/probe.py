@@ -11,14 +11,22 @@ import jax.numpy as jnp
 
 def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[str, jnp.ndarray]:
     """Telemetry of one held-out batch (call under jit)."""
-    logits, outputs = model(x, probe=True)
+    logits, outputs, residuals = model.forward(x, dense=True)
     length = x.shape[1]
     visible = jnp.arange(1, length + 1, dtype=jnp.float32)
+    weights = jnp.stack([o.weights for o in outputs])  # (L,B,H,T,T)
     result = {
         "max_score": jnp.stack([o.scores.max() for o in outputs]),  # (L,)
         "correct": (logits.argmax(-1) == y),  # (B, T)
         "entropy": jnp.stack([normalised_entropy(row_distribution(o), visible, min_keys)
                               for o in outputs]),  # (L,B,H,T)
+        # the weight each query puts on the window's first key, summed over queries: the attention-sink measure
+        "first_key_sum": weights[..., 0].sum(axis=(1, 3)),  # (L,H)
+        # signed weights (Cog attention): the magnitude on negative weights and in all, per layer
+        "negative_sum": jnp.where(weights < 0, -weights, 0.0).sum(axis=(1, 2, 3, 4)),  # (L,)
+        "absolute_sum": jnp.abs(weights).sum(axis=(1, 2, 3, 4)),  # (L,)
+        "activation_kurtosis": jnp.stack([kurtosis(r) for r in residuals]),  # (L,)
+        "activation_max": jnp.stack([jnp.abs(r).max() for r in residuals]),  # (L,)
     }
     if outputs[0].mass is not None:
         result["mass"] = jnp.stack([o.mass for o in outputs]).mean(axis=(0, 2))  # (B, T)
@@ -28,6 +36,14 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
         result["bias_sum"] = jnp.stack([o.bias.sum(axis=(0, 2)) for o in outputs])
         result["bias_sq"] = jnp.stack([(o.bias**2).sum(axis=(0, 2)) for o in outputs])
     return result
+
+
+def kurtosis(values: jnp.ndarray) -> jnp.ndarray:
+    """Pearson kurtosis (3 for a normal distribution) of every entry of one batch's residual stream: the
+    activation-outlier measure (heavy tails give large values)."""
+    centred = values - values.mean()
+    variance = (centred**2).mean()
+    return (centred**4).mean() / jnp.maximum(variance**2, 1e-30)
 
 
 def row_distribution(out) -> jnp.ndarray:
@@ -45,5 +61,5 @@ def normalised_entropy(weights: jnp.ndarray, visible: jnp.ndarray, min_keys: int
 
 def attention_maps(model, window: jnp.ndarray) -> jnp.ndarray:
     """(L, H, T, T) attention weights of one window (call under jit)."""
-    _, outputs = model(window[None], probe=True)
+    _, outputs, _ = model.forward(window[None], dense=True)
     return jnp.stack([o.weights[0] for o in outputs])

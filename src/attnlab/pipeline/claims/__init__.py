@@ -41,7 +41,7 @@ from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_sm
                                              a3_overhead_small, a3_starts_at_softmax, a3_valid_distributions,
                                              early_and_deep)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
-from attnlab.pipeline.claims.common import (A3_POST, BEYOND, KERNEL_POST, LATER_POST, SOURCES, Claim,
+from attnlab.pipeline.claims.common import (A3_POST, BEYOND, KERNEL_POST, LATER_POST, PAPERS, SOURCES, Claim,
                                             contest_losses, published)
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
@@ -51,7 +51,7 @@ from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_en
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.ledger import CHECKS, build_protocol, ledger, load_tables, main
 
-__all__ = ["A3_POST", "BEYOND", "CHECKS", "Claim", "KERNEL_POST", "LATER_POST", "SOURCES", "a3_composes",
+__all__ = ["A3_POST", "BEYOND", "CHECKS", "Claim", "KERNEL_POST", "LATER_POST", "PAPERS", "SOURCES", "a3_composes",
            "a3_compute_overhead_small", "ablation_barely_moves_entropy", "learned_scalars_specialise",
            "a3_early_layers_softer", "a3_gain_is_per_token", "a3_overhead_small", "a3_starts_at_softmax",
            "a3_valid_distributions", "ablation_untames", "build_protocol", "contest_losses", "early_and_deep",

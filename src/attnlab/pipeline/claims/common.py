@@ -23,7 +23,15 @@ KERNEL_POST = "kernel post"
 A3_POST = "A³ post"
 LATER_POST = "kernel post series, later post"
 BEYOND = "beyond the posts"  # a control no post runs
-SOURCES = (KERNEL_POST, A3_POST, LATER_POST, BEYOND)
+# The papers behind the catalog's score functions (config/catalog.yaml), one claim each.
+STICKBREAKING_PAPER = "stick-breaking attention paper"
+SSMAX_PAPER = "Scalable-Softmax paper"
+SOFTPICK_PAPER = "Softpick paper"
+SELECTIVE_PAPER = "selective attention paper"
+COG_PAPER = "Cog attention paper"
+SINK_POST = "off-by-one softmax post"
+PAPERS = (STICKBREAKING_PAPER, SSMAX_PAPER, SOFTPICK_PAPER, SELECTIVE_PAPER, COG_PAPER, SINK_POST)
+SOURCES = (KERNEL_POST, A3_POST, LATER_POST, BEYOND, *PAPERS)
 KERNELS = ("yat_b", "yat")
 
 
@@ -159,12 +167,18 @@ def contest_lr_text(t, variant) -> str:
 
 def contest_losses(t, variant) -> dict[int, float]:
     """seed -> best validation loss of a variant's contest cells (its contest LR, the contest's seeds)."""
+    return contest_values(t, variant, "best_val_loss")
+
+
+def contest_values(t, variant, column: str) -> dict[int, float]:
+    """seed -> one runs.csv column of a variant's contest cells (its contest LR, the contest's seeds); seeds
+    without that value are left out."""
     row, runs = contest_row(t, variant), table_of(t, "runs")
-    if row is None or runs.empty:
+    if row is None or runs.empty or column not in runs:
         return {}
     seeds = contract.seeds_of(row.seeds) if "seeds" in row and pd.notna(row.seeds) else runs.seed.unique()
     cells = contract.contest_rows(runs, variant, row.lr, seeds)
-    return {int(s): float(v) for s, v in zip(cells.seed, cells.best_val_loss)}
+    return {int(s): float(v) for s, v in zip(cells.seed, cells[column]) if pd.notna(v)}
 
 
 def per_seed(frame: pd.DataFrame, variant: str, column: str, how: str = "first") -> dict[int, float]:

@@ -25,12 +25,13 @@ from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_en
                                                         learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.scale import scale_claims
+from attnlab.pipeline.claims.score_papers import CHECKS as PAPER_CHECKS
 from attnlab.pipeline.tables.display import display, write_table
 
 CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
           learned_scalars_specialise, mass_auroc_null, kernel_more_diffuse, ablation_barely_moves_entropy,
           a3_valid_distributions, a3_starts_at_softmax, a3_early_layers_softer, a3_overhead_small,
-          a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token)
+          a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token, *PAPER_CHECKS)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:

@@ -45,11 +45,12 @@ class Rule:
     threshold: str
     source: str  # where the threshold comes from: the post's words, its numbers, or this project's reading
     needs: tuple[str, ...] = ()
+    speaker: str = "the post"  # whose words `words` are ("the paper's title" for a paper quoted by its title)
 
     def text(self) -> str:
         """The ledger's check column: all four, in one line."""
         needs = "; ".join(self.needs) if self.needs else "none (no training protocol enters it)"
-        return (f"the post: “{self.words}”; measured: {self.quantity}; the claim: {self.threshold} "
+        return (f"{self.speaker}: “{self.words}”; measured: {self.quantity}; the claim: {self.threshold} "
                 f"({self.source}); needs: {needs}")
 
 

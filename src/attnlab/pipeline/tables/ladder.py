@@ -272,7 +272,7 @@ def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
                  estimate(getattr(r, stem), getattr(r, low), getattr(r, high), fmt)) for r in table.itertuples()]
 
     shown = table[["rung", *axes, STEPS]].copy()
-    if "to_plateau" in table and table.to_plateau.astype(bool).any():  # steps is then the ceiling: show what the cells did train
+    if "to_plateau" in table and table.to_plateau.astype(bool).any():  # steps is the ceiling: what the cells trained
         shown["trained"] = [f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
                             for lo, hi in zip(table.trained_steps_min.astype(int), table.trained_steps_max.astype(int))]
     shown["parameters"] = table.n_params.map(params_text)

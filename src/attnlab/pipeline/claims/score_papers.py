@@ -1,0 +1,209 @@
+"""The claims of the papers behind the catalog's score functions (config/catalog.yaml), one ledger row each.
+
+Each row is judged like the posts' claims: paired by contest seed with
+softmax, each variant at its contest LR, held to the same preconditions (own
+best LR, inside its grid, trained to a plateau), and *not testable* at a build
+without the cells or the measurement it needs. The telemetry they read is the
+contest cells' (runs.csv's telemetry.* columns, defined in
+attnlab.core.telemetry_stats): the sink rate, the share of negative weight and
+the residual stream's kurtosis and largest |activation|.
+
+"At no loss cost", "at least softmax's quality" and "at the same loss" are read
+as one non-inferiority margin, SAME_LOSS: the variant's best validation loss at
+most 1% above softmax's of the same seed (the whole interval of the paired
+ratio below 1.01). None of the papers states a margin; 1% is about the gap the
+kernel post calls close to softmax.
+"""
+
+from __future__ import annotations
+
+from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, SSMAX_PAPER,
+                                            STICKBREAKING_PAPER, Claim, at_protocol, contest_losses,
+                                            contest_lr_text, contest_values, judged, pct, table_of, untestable)
+from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.estimate_text import describe, interval_text
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
+
+SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority margin (module docstring)
+SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
+NEEDS = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
+TITLE = "the paper's title"
+LONGER_CONTEXT = ("an evaluation beyond the training block: this model learns one position embedding per position "
+                  "up to block_size (as every variant's cells do here), so no cell can read a longer window; "
+                  "evaluation at 2x and 4x the block is not built")
+
+
+def loss_ratio(t, variant: str) -> statistics.Estimate:
+    """variant / softmax best validation loss, paired by contest seed (the mean log-ratio's interval)."""
+    return statistics.paired(contest_losses(t, variant), contest_losses(t, BASELINE), ratio=True)
+
+
+def telemetry(t, variant: str, name: str) -> dict[int, float]:
+    """seed -> one telemetry scalar of a variant's contest cells."""
+    return contest_values(t, variant, f"telemetry.{name}")
+
+
+def lrs_note(t, *variants: str) -> str:
+    return ", ".join(f"{v} at {contest_lr_text(t, v)}" for v in variants)
+
+
+def no_loss_cost(estimate: statistics.Estimate) -> Verdict:
+    """The variant's loss within SAME_LOSS of softmax's: the whole ratio interval below it."""
+    return one_sided(estimate, SAME_LOSS, above=False)
+
+
+def missing(t, variant: str) -> str:
+    """Why a paired check cannot run ('' when both the variant's and softmax's contest cells are there)."""
+    if not contest_losses(t, variant) or not contest_losses(t, BASELINE):
+        return f"this build has no {variant} or no {BASELINE} contest cells"
+    return ""
+
+
+# ---- stick-breaking attention and Scalable-Softmax: longer contexts
+
+
+def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
+    claim = Claim(STICKBREAKING_PAPER, "stick-breaking attention, trained at one context length, extrapolates to "
+                  "longer ones better than softmax",
+                  "stickbreaking − softmax validation loss at 2x and 4x the training block, paired by seed",
+                  "–", "qualitative (Tan et al. 2024, arXiv:2410.17980)", "")
+    return untestable(claim, protocol, LONGER_CONTEXT)
+
+
+def ssmax_longer_contexts(t, pub, protocol) -> Claim:
+    claim = Claim(SSMAX_PAPER, "Scalable-Softmax gives a lower loss than softmax at contexts longer than trained on",
+                  "ssmax − softmax validation loss at 2x and 4x the training block, paired by seed",
+                  "–", "qualitative (Nakanishi 2025, arXiv:2501.19399)", "")
+    return untestable(claim, protocol, LONGER_CONTEXT)
+
+
+# ---- selective attention: unequal sizes on purpose
+
+
+def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
+    claim = Claim(SELECTIVE_PAPER, "selective attention matches softmax with about twice the heads (a comparison "
+                  "of unequal sizes on purpose)",
+                  "selective − softmax with twice the heads and parameters, best validation loss paired by seed",
+                  "–", "qualitative (Leviathan et al. 2024, arXiv:2410.02703)", "")
+    return untestable(claim, protocol, "a softmax cell with twice the heads (a study of its own) is not built")
+
+
+# ---- Softpick: no attention sinks
+
+
+SOFTPICK_RULE = pp.Rule(
+    "No Attention Sink", "the share of layer x head pairs with an attention sink (mean weight on the window's first "
+    "key above 0.3, Gu et al. 2024's sink rate) in softpick's contest cells, all seeds pooled; softpick / softmax "
+    "best validation loss, paired by seed",
+    f"sink share below {SINK_SHARE:.0%} (exact binomial interval) and the loss ratio below {SAME_LOSS:.2f}",
+    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", NEEDS,
+    speaker=TITLE)
+
+
+def below_share(k: int, n: int, share: float) -> Verdict:
+    """A claim that an event is rarer than `share`: statistics.count_verdict's, with its sides swapped."""
+    verdict = statistics.count_verdict(k, n, share)
+    swapped = {HOLDS: CONTRADICTED, CONTRADICTED: HOLDS}.get(verdict.word, verdict.word)
+    return Verdict(swapped, verdict.reason, verdict.seeds_to_resolve, verdict.side)
+
+
+def sink_heads(t, variant: str) -> tuple[int, int, dict[int, float]]:
+    """(layer x head pairs with a sink, pairs in all, seed -> sink rate) over a variant's contest cells."""
+    rates = telemetry(t, variant, "sink_rate")
+    runs = table_of(t, "runs")
+    if not rates or not {"config.model.layers", "config.model.heads"} <= set(runs.columns):
+        return 0, 0, rates
+    first = runs[runs.variant == variant].iloc[0]
+    pairs = int(first["config.model.layers"]) * int(first["config.model.heads"])
+    return sum(round(rate * pairs) for rate in rates.values()), pairs * len(rates), rates
+
+
+def softpick_no_sinks(t, pub, protocol) -> Claim:
+    claim = Claim(SOFTPICK_PAPER, "Softpick has no attention sinks, at no loss cost", SOFTPICK_RULE.text(), "–",
+                  "no sinks (Zuhri et al. 2025, arXiv:2504.20966)", "")
+    why = missing(t, "softpick")
+    k, n, rates = sink_heads(t, "softpick")
+    if why or not n:
+        return untestable(claim, protocol, why or "the contest cells carry no sink rate (telemetry)")
+    base_k, base_n, _ = sink_heads(t, BASELINE)
+    loss = loss_ratio(t, "softpick")
+    claim.measured = (f"sink heads {k} of {n} layer × head pairs over {len(rates)} seeds"
+                      + (f" ({BASELINE}: {base_k} of {base_n})" if base_n else "")
+                      + f"; loss softpick / {BASELINE} {describe(loss, pct)}")
+    claim.note = "; ".join([lrs_note(t, "softpick", BASELINE), "a head's first key is whichever character starts "
+                            "its window (no beginning-of-sequence character); heads are pooled over seeds as "
+                            "independent trials, though one model's heads share its training"])
+    sinks = below_share(k, n, SINK_SHARE)
+    judged(claim, every(sinks, no_loss_cost(loss)), {"loss ratio": loss}, pct)
+    low, high = statistics.count_interval(k, n)
+    claim.interval += f"; sink share {statistics.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial)"
+    direction = (f"softpick has sinks in {k} of {n} heads" if sinks.word == CONTRADICTED
+                 else f"softpick costs loss: {pct(loss.mean)}")
+    return at_protocol(claim, protocol, pp.conditions(t, SOFTPICK_RULE, ["softpick", BASELINE]), direction)
+
+
+# ---- Cog attention: signed weights at softmax's quality
+
+
+COG_RULE = pp.Rule(
+    "More Expressive Attention with Negative Weights", "cog / softmax best validation loss, paired by contest seed "
+    "(and the share of cog's weight magnitude on negative weights, reported)",
+    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", NEEDS,
+    speaker=TITLE)
+
+
+def cog_at_least_softmax(t, pub, protocol) -> Claim:
+    claim = Claim(COG_PAPER, "Cog attention's signed weights train at least as well as softmax", COG_RULE.text(),
+                  "–", "better than softmax (Lv et al. 2024, arXiv:2411.07176)", "")
+    why = missing(t, "cog")
+    if why:
+        return untestable(claim, protocol, why)
+    loss = loss_ratio(t, "cog")
+    negative = telemetry(t, "cog", "negative_mass_share")
+    share = statistics.mean_interval(negative.values(), negative.keys()) if negative else None
+    claim.measured = (f"loss cog / {BASELINE} {describe(loss, pct)}"
+                      + (f"; negative weight share {share.mean:.1%}"
+                         + (f", {interval_text(share, lambda x: f'{x:.1%}')}" if share.has_interval else "")
+                         if share else ""))
+    claim.note = lrs_note(t, "cog", BASELINE)
+    judged(claim, no_loss_cost(loss), {"loss ratio": loss}, pct)
+    return at_protocol(claim, protocol, pp.conditions(t, COG_RULE, ["cog", BASELINE]),
+                       f"cog trains worse than softmax: {pct(loss.mean)}")
+
+
+# ---- the learned sink: smaller activation outliers
+
+
+SINK_RULE = pp.Rule(
+    "Attention Is Off By One", "softmax_sink / softmax, paired by contest seed: the residual stream's kurtosis "
+    "(the largest over layers), its largest |activation|, and the best validation loss",
+    f"both activation ratios below 1 and the loss ratio below {SAME_LOSS:.2f}",
+    "the post's outlier claim, with this project's loss margin", NEEDS, speaker="the post's title")
+
+
+def sink_smaller_outliers(t, pub, protocol) -> Claim:
+    claim = Claim(SINK_POST, "a softmax with a sink (off by one) has smaller activation outliers at the same loss",
+                  SINK_RULE.text(), "–", "qualitative (E. Miller, 2023)", "")
+    why = missing(t, "softmax_sink")
+    kurtosis = statistics.paired(telemetry(t, "softmax_sink", "activation_kurtosis"),
+                                 telemetry(t, BASELINE, "activation_kurtosis"), ratio=True)
+    largest = statistics.paired(telemetry(t, "softmax_sink", "activation_max"),
+                                telemetry(t, BASELINE, "activation_max"), ratio=True)
+    if why or not kurtosis.n:
+        return untestable(claim, protocol, why or "the contest cells carry no activation telemetry")
+    loss = loss_ratio(t, "softmax_sink")
+    claim.measured = (f"kurtosis ratio {describe(kurtosis)}; largest |activation| ratio {describe(largest)}; "
+                      f"loss softmax_sink / {BASELINE} {describe(loss, pct)}")
+    claim.note = "; ".join([lrs_note(t, "softmax_sink", BASELINE), "the sink's logit is learned per layer x head "
+                            "from 0, where it is exactly the off-by-one softmax"])
+    verdict = every(one_sided(kurtosis, 1.0, above=False), one_sided(largest, 1.0, above=False),
+                    no_loss_cost(loss))
+    judged(claim, verdict, {"kurtosis": kurtosis, "largest": largest, "loss": loss})
+    return at_protocol(claim, protocol, pp.conditions(t, SINK_RULE, ["softmax_sink", BASELINE]),
+                       f"outliers do not shrink: kurtosis ratio {kurtosis.mean:.3g}×, largest {largest.mean:.3g}×")
+
+
+CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts, softpick_no_sinks, selective_matches_twice_the_heads,
+          cog_at_least_softmax, sink_smaller_outliers)

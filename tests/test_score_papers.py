@@ -1,0 +1,170 @@
+"""The catalog papers' claims and the telemetry they read: the sink rate, the share of negative weight and the
+residual stream's kurtosis and largest |activation|.
+
+The telemetry is checked against a direct computation from the model's own weights and residual stream (a
+probe that read another layer, key or axis gives other numbers); each claim is checked on synthetic contest
+tables built to hold, to be contradicted, and to be held back by a missing variant or by its protocol.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from flax import nnx
+from scipy import stats
+
+from attnlab.core import telemetry_stats
+from attnlab.core.config_types import ModelConfig
+from attnlab.pipeline import claims
+from attnlab.pipeline.claims import score_papers
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.training import probe
+from attnlab.training.model import GPT
+from claim_frames import off_protocol, on_protocol
+from test_claims import PUB, contest_frames
+
+
+def tiny_model(variant: str, seed: int = 0) -> GPT:
+    cfg = ModelConfig(vocab_size=11, d_model=16, layers=2, heads=2, block_size=12, d_ff=32, dropout=0.0,
+                      variant=variant)
+    return GPT(cfg, rngs=nnx.Rngs(seed))
+
+
+def tokens(seed: int = 0) -> jnp.ndarray:
+    return jax.random.randint(jax.random.key(seed), (3, 12), 0, 11)
+
+
+# ---- the telemetry
+
+
+def test_kurtosis_is_pearsons_over_every_entry():
+    values = np.random.default_rng(0).standard_t(5, size=(4, 6, 8)).astype(np.float32)
+    assert float(probe.kurtosis(jnp.asarray(values))) == pytest.approx(stats.kurtosis(values.ravel(), fisher=False),
+                                                                       rel=1e-4)
+
+
+@pytest.mark.parametrize("variant", ["softmax", "cog"])
+def test_the_probe_reads_the_first_key_signed_weights_and_the_residual_stream(variant):
+    model, x = tiny_model(variant), tokens()
+    arrays = probe.probe_batch(model, x, jnp.zeros_like(x), min_keys=2)
+    _, outputs, residuals = model.forward(x, dense=True)
+    weights = np.stack([np.asarray(o.weights) for o in outputs])  # (L, B, H, T, T)
+    np.testing.assert_allclose(arrays["first_key_sum"], weights[..., 0].sum(axis=(1, 3)), rtol=1e-5)
+    negative = np.where(weights < 0, -weights, 0).sum(axis=(1, 2, 3, 4))
+    np.testing.assert_allclose(arrays["negative_sum"], negative, rtol=1e-5, atol=1e-7)
+    np.testing.assert_allclose(arrays["absolute_sum"], np.abs(weights).sum(axis=(1, 2, 3, 4)), rtol=1e-5)
+    for layer, stream in enumerate(residuals):
+        stream = np.asarray(stream)
+        assert float(arrays["activation_kurtosis"][layer]) == pytest.approx(
+            stats.kurtosis(stream.ravel(), fisher=False), rel=1e-3)
+        assert float(arrays["activation_max"][layer]) == pytest.approx(np.abs(stream).max())
+    if variant == "softmax":
+        assert (np.asarray(arrays["negative_sum"]) == 0).all()
+    else:
+        assert (np.asarray(arrays["negative_sum"]) > 0).all(), "cog's weights take the sign of their scores"
+    # the last residual is what the head reads: the forward pass the telemetry takes is the model's
+    np.testing.assert_allclose(model(x), model.forward(x)[0], rtol=1e-6)
+
+
+def test_the_sink_rate_is_the_share_of_heads_above_the_threshold():
+    n, layers, batch, heads, length = 2, 2, 3, 4, 5
+    per_query = np.array([[0.5, 0.1, 0.2, 0.31], [0.29, 0.0, 0.9, 0.1]])  # (L, H): three heads above 0.3
+    arrays = {
+        "entropy": np.zeros((n, layers, batch, heads, length)),
+        "first_key_sum": np.broadcast_to(per_query * batch * length, (n, layers, heads)),
+        "negative_sum": np.array([[1.0, 0.0], [3.0, 0.0]]), "absolute_sum": np.array([[4.0, 2.0], [4.0, 2.0]]),
+        "activation_kurtosis": np.array([[3.0, 5.0], [4.0, 9.0]]), "activation_max": np.array([[1.0, 7.0], [2.0, 3.0]]),
+    }
+    summary = telemetry_stats.sink_summary(arrays)
+    assert summary["sink_rate"] == pytest.approx(3 / 8)
+    np.testing.assert_allclose(summary["first_key_weight_per_layer_head"], per_query)
+    assert summary["negative_mass_share"] == pytest.approx(4 / 12)
+    assert summary["negative_mass_share_per_layer"] == pytest.approx([0.5, 0.0])
+    assert summary["activation_kurtosis_per_layer"] == pytest.approx([3.5, 7.0])
+    assert summary["activation_kurtosis"] == pytest.approx(7.0) and summary["activation_max"] == 7.0
+
+
+# ---- the claims
+
+
+LOSSES = {"softmax": [1.80, 1.82, 1.81, 1.83, 1.815], "softpick": [1.801, 1.818, 1.812, 1.829, 1.816],
+          "cog": [1.79, 1.815, 1.80, 1.82, 1.81], "softmax_sink": [1.802, 1.821, 1.809, 1.832, 1.814]}
+NOISE = [1.0, 1.004, 0.997, 1.002, 0.999]  # a seed-to-seed spread for losses made as multiples of softmax's
+
+
+def frames(losses=None, **telemetry):
+    """Contest tables of LOSSES with per-seed telemetry columns: name -> variant -> per-seed values."""
+    t = contest_frames(losses or LOSSES)
+    runs = t["runs"]
+    runs["config.model.layers"], runs["config.model.heads"] = 2, 4
+    for name, per_variant in telemetry.items():
+        for variant, values in per_variant.items():
+            for seed, value in enumerate(values):
+                runs.loc[(runs.variant == variant) & (runs.seed == seed), f"telemetry.{name}"] = value
+    return on_protocol(t)
+
+
+def check(check, t):
+    return check(t, PUB, "catalog")
+
+
+def test_softpick_without_sinks_at_softmaxs_loss_holds():
+    t = frames(sink_rate={"softpick": [0.0] * 5, "softmax": [0.5, 0.375, 0.5, 0.25, 0.5]})
+    row = check(score_papers.softpick_no_sinks, t)
+    assert row.verdict == HOLDS, row
+    assert "sink heads 0 of 40 layer × head pairs over 5 seeds (softmax: 17 of 40)" in row.measured
+    assert "sink share 95% CI [0.00, 0.09] (exact binomial)" in row.interval  # 0 of 40: the upper end is 0.088
+
+
+def test_softpick_with_sinks_in_most_heads_is_contradicted_and_so_is_a_loss_cost():
+    sinks = frames(sink_rate={"softpick": [0.5, 0.625, 0.5, 0.75, 0.5], "softmax": [0.5] * 5})
+    assert check(score_papers.softpick_no_sinks, sinks).verdict == CONTRADICTED
+    costly = dict(LOSSES, softpick=[x * 1.05 * e for x, e in zip(LOSSES["softmax"], NOISE)])
+    row = check(score_papers.softpick_no_sinks, frames(costly, sink_rate={"softpick": [0.0] * 5}))
+    assert row.verdict == CONTRADICTED and "+5.04%" in row.measured
+
+
+def test_a_few_seeds_of_few_heads_cannot_show_no_sinks():
+    few = {v: losses[:4] for v, losses in LOSSES.items()}
+    row = check(score_papers.softpick_no_sinks, frames(few, sink_rate={"softpick": [0.0] * 4}))
+    assert row.verdict == INCONCLUSIVE, "0 of 32 heads: the exact interval still reaches past 10% (0.109)"
+
+
+def test_cog_at_softmaxs_quality_holds_and_reports_its_negative_share():
+    row = check(score_papers.cog_at_least_softmax,
+                frames(negative_mass_share={"cog": [0.3, 0.32, 0.31, 0.29, 0.305]}))
+    assert row.verdict == HOLDS and "negative weight share 30.5%" in row.measured
+    worse = dict(LOSSES, cog=[x * 1.03 * e for x, e in zip(LOSSES["softmax"], NOISE)])
+    assert check(score_papers.cog_at_least_softmax, frames(worse)).verdict == CONTRADICTED
+
+
+def test_the_sink_claim_needs_smaller_outliers_on_both_measures():
+    low_kurtosis, high_kurtosis = [4.0, 4.2, 3.9, 4.1, 4.0], [9.0, 8.0, 10.0, 9.5, 9.0]
+    low_max, high_max = [10.0, 11.0, 9.0, 10.5, 10.0], [30.0, 28.0, 35.0, 31.0, 30.0]
+    smaller = frames(activation_kurtosis={"softmax_sink": low_kurtosis, "softmax": high_kurtosis},
+                     activation_max={"softmax_sink": low_max, "softmax": high_max})
+    assert check(score_papers.sink_smaller_outliers, smaller).verdict == HOLDS
+    larger = frames(activation_kurtosis={"softmax_sink": high_kurtosis, "softmax": low_kurtosis},
+                    activation_max={"softmax_sink": low_max, "softmax": high_max})
+    row = check(score_papers.sink_smaller_outliers, larger)
+    assert row.verdict == CONTRADICTED and row.lean.startswith("outliers do not shrink")
+
+
+def test_a_paper_claim_is_held_to_its_protocol():
+    t = frames(sink_rate={"softpick": [0.0] * 5, "softmax": [0.5] * 5})
+    t = off_protocol(t, "still improving", "softpick")
+    row = check(score_papers.softpick_no_sinks, t)
+    assert row.verdict == "inconclusive at catalog" and "would hold" in row.lean
+
+
+def test_a_build_without_the_variants_or_the_longer_windows_says_why():
+    t = on_protocol(contest_frames({"softmax": [1.8, 1.81], "yat": [1.85, 1.86]}))
+    rows = {c.__name__: check(c, t) for c in score_papers.CHECKS}
+    assert all(r.verdict == "not testable at catalog" for r in rows.values())
+    assert "position embedding" in rows["stickbreaking_extrapolates"].interval
+    assert "twice the heads" in rows["selective_matches_twice_the_heads"].interval
+    assert "no softpick or no softmax" in rows["softpick_no_sinks"].interval
+    assert {r.source for r in rows.values()} == set(claims.PAPERS)
+    assert all(c in claims.CHECKS for c in score_papers.CHECKS), "every paper's row is in the ledger"
