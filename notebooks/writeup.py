@@ -247,7 +247,25 @@ if "composability" in SHOWN:
                "composability")
 
 # %% [markdown]
-# ## 11. The config's own studies
+# ## 11. Sinks, signed weights and outliers
+# What the papers behind the catalog's score functions claim about trained
+# attention, measured on every variant's contest cells on the held-out
+# telemetry batches: the *sink rate* (the share of layer × head pairs whose
+# queries put, on average, more of their weight on the window's first key
+# than the sink threshold of Gu et al. 2024, which the table's header gives), the share of the weights' magnitude on negative weights (only
+# Cog attention's can be negative), and the residual stream after each block:
+# its kurtosis (3 for a normal distribution; heavy outliers raise it) and its
+# largest |activation|, each the largest over layers.
+
+# %%
+if "sinks" in SHOWN:
+    show_table(shown("sinks", tables["sinks"]),
+               "Attention sinks, negative weight and activation outliers per variant (means over the contest "
+               "seeds, ± std; unitless).", "sinks")
+say(telemetry.sinks_results(tables["sinks"], claims_table))
+
+# %% [markdown]
+# ## 12. The config's own studies
 # A study trains every variant at each point of its axes (model or training
 # keys the config gives several values): each point's best validation loss,
 # paired by seed with softmax at the same point and with the same variant at
@@ -262,10 +280,11 @@ if not studies:
     say("This build's config has no studies beyond the contest and the learning-rate sweep.")
 
 # %% [markdown]
-# ## 12. Scale
+# ## 13. Scale
 # The scale ladder (`config/ladder.yaml`) trains the variants at model sizes
-# rising together in width, depth and heads, and one size also for longer,
-# from the same seeds on the same batches. It asks the two claims the posts
+# rising together in width, depth and heads, each cell to its plateau (a
+# ladder of fixed steps may also train one size for longer), from the same
+# seeds on the same batches. It asks the two claims the posts
 # make about scale (A³'s benefit shrinks as models grow; the kernel's gap to
 # softmax closes), and at which size each other claim starts to hold.
 
@@ -286,7 +305,7 @@ else:
     say("This build has no scale ladder (a study named `ladder`, as in `config/ladder.yaml`).")
 
 # %% [markdown]
-# ## 13. Claims ledger
+# ## 14. Claims ledger
 # Each claim of the posts, under the post it comes from, as a check over the
 # tables above: the value measured here, the published value, a verdict at
 # this build's protocol with the interval it rests on (or why there is none)

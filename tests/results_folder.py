@@ -150,6 +150,10 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
                                      "mass_correct_mean": 150.0 + s, "mass_wrong_mean": 149.0}
                                     for v, lr, s in kernels]),
         "entropy": entropy,
+        "sinks": pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "sink_rate": 0.25 if v == "softmax" else 0.0,
+                                "first_key_weight_max": 0.4 if v == "softmax" else 0.2, "negative_mass_share": 0.0,
+                                "activation_kurtosis": 4.0 + 0.1 * s, "activation_max": 20.0 + s}
+                               for v, lr, s in cells]),
         "scalars": pd.DataFrame([{"variant": "yat_b", "seed": s, "layer": layer, "head": h, "scalar": name,
                                   "value": 0.7 + 0.1 * h} for _, _, s in kernels[3:] for layer in layers
                                  for h in range(4) for name in ("b", "eps")]),

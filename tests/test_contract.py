@@ -168,7 +168,9 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
     grid_of = lambda base: [[base + 0.1 * (layer + head) for head in range(heads)] for layer in range(layers)]  # noqa: E731
     telemetry = {"max_score_per_layer": [5.0, 7.0], "mean_max_score_per_layer": [4.0, 6.0],
                  "entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3,
-                             "mean_per_layer_head": grid_of(0.5), "mean_per_layer": [0.55, 0.65]}}
+                             "mean_per_layer_head": grid_of(0.5), "mean_per_layer": [0.55, 0.65]},
+                 "first_key_weight_per_layer_head": grid_of(0.1), "sink_rate": 0.25, "negative_mass_share": 0.0,
+                 "activation_kurtosis": 4.0, "activation_max": 12.0}
     summary = {"variant": variant, "lr": lr, "seed": seed, "n_params": 100 + len(variant),
                "config": {"name": "contract", "variant": variant, "lr": lr, "seed": seed},
                "provenance": {"code_fingerprint": "c0de"}, "best_val_loss": 2.6 - 0.01 * seed + 0.001 * len(variant),

@@ -11,6 +11,7 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pandas as pd
 import pytest
 from flax import nnx
 from scipy import stats
@@ -19,6 +20,8 @@ from attnlab.core import telemetry_stats
 from attnlab.core.config_types import ModelConfig
 from attnlab.pipeline import claims
 from attnlab.pipeline.claims import score_papers
+from attnlab.pipeline.report import telemetry as report_telemetry
+from attnlab.pipeline.tables import display
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.training import probe
 from attnlab.training.model import GPT
@@ -168,3 +171,30 @@ def test_a_build_without_the_variants_or_the_longer_windows_says_why():
     assert "no softpick or no softmax" in rows["softpick_no_sinks"].interval
     assert {r.source for r in rows.values()} == set(claims.PAPERS)
     assert all(c in claims.CHECKS for c in score_papers.CHECKS), "every paper's row is in the ledger"
+
+
+# ---- the sinks table and the writeup's paragraph
+
+
+SINKS = pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "sink_rate": rate, "first_key_weight_max": 0.2 + rate,
+                       "negative_mass_share": 0.3 if v == "cog" else 0.0, "activation_kurtosis": kurtosis + s,
+                       "activation_max": 10.0 * kurtosis}
+                      for v, rate, kurtosis in (("softmax", 0.375, 6.0), ("cog", 0.0, 4.0), ("softpick", 0.0, 3.0))
+                      for s in (0, 1)])
+
+
+def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_verdict():
+    shown = display.shown("sinks", SINKS).set_index("variant")
+    assert shown.loc["softmax", "sink rate (heads > 0.3 on the first key)"] == "37.5%"
+    assert shown.loc["cog", "negative weight share"] == "30.0%"
+    assert shown.loc["softpick", "activation kurtosis"] == "3.50 ± 0.50"
+    t = frames(sink_rate={"softpick": [0.0] * 5, "softmax": [0.5] * 5})
+    ledger = claims.ledger(t)
+    text = report_telemetry.sinks_results(SINKS, ledger)
+    assert text.startswith("Heads with a sink: softmax 37.5%.")
+    assert "Negative weight: cog 30.0% of the weights' magnitude." in text
+    assert "Activation kurtosis, largest first: softmax 6.50, cog 4.50, softpick 3.50." in text
+    assert "Softpick has no attention sinks, at no loss cost: holds" in text
+    assert "Cog attention's signed weights train at least as well as softmax: holds" in text
+    assert "4 of the papers' 6 claims are not testable at this build" in text  # no activation telemetry here
+    assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")

@@ -105,6 +105,12 @@ _TABLES = (
     Table("mass_auroc", "collect", "one kernel contest cell",
           ("variant", "lr", "seed", "mass_auroc", "mass_correct_mean", "mass_wrong_mean")),
     Table("entropy", "collect", "one contest cell", ("variant", "lr", "seed", "mean", SHARE_SHARP, SHARE_DIFFUSE)),
+    # Attention sinks, signed weights and activation outliers (attnlab.core.telemetry_stats): the sink rate, the
+    # largest mean weight one head puts on its window's first key, the share of weight magnitude on negative
+    # weights, and the residual stream's kurtosis and largest |activation| (each the maximum over layers).
+    Table("sinks", "collect", "one contest cell",
+          ("variant", "lr", "seed", "sink_rate", "first_key_weight_max", "negative_mass_share", "activation_kurtosis",
+           "activation_max")),
     Table("scalars", "collect", "one learned scalar of one contest cell, layer and head",
           ("variant", "seed", "layer", "head", "scalar", "value")),
     Table("a3_gates", "collect", "one contest cell (a3, a3_heads, the baseline), layer and head",

@@ -10,11 +10,12 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
-from attnlab.pipeline.claims import published
+from attnlab.pipeline.claims import PAPERS, published
 from attnlab.pipeline.contract import BASELINE, SHARE_SHARP
 from attnlab.pipeline.formatting import MISSING, fixed, number, percent
 from attnlab.pipeline.report.contest import ordered
 from attnlab.pipeline.score_scale import max_score_ratios, max_scores, times
+from attnlab.pipeline.statistics import NOT_TESTABLE
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.display_telemetry import SCALAR_INIT, SCALAR_NAMES
 
@@ -98,6 +99,36 @@ def entropy_results(entropy: pd.DataFrame) -> str:
             + ", ".join(f"{v} {m:.3f}" for v, m in means.items()) + "."
             + f" Share of sharp rows (entropy < {SHARP_BELOW:g}): "
             + ", ".join(f"{v} {percent(sharp[v], signed=False)}" for v in means.index) + ".")
+
+
+# ---- sinks, signed weights and outliers
+
+
+def sinks_results(sinks: pd.DataFrame, claims_table: pd.DataFrame) -> str:
+    """Which variants have sinks, which carry negative weight, whose outliers are largest; then each catalog
+    paper's verdict from the ledger."""
+    if sinks.empty:
+        return "This build's bundles record no sink or outlier telemetry."
+    means = sinks.groupby("variant", sort=False)[["sink_rate", "negative_mass_share", "activation_kurtosis"]].mean()
+    with_sinks = means[means.sink_rate > 0]
+    text = [("Heads with a sink: " + ", ".join(f"{v} {percent(r, signed=False)}" for v, r in
+                                               with_sinks.sink_rate.sort_values(ascending=False).items()) + "."
+             if len(with_sinks) else "No variant has a head with a sink on the window's first key.")]
+    signed_weights = means[means.negative_mass_share > 0]
+    if len(signed_weights):
+        text.append("Negative weight: " + ", ".join(f"{v} {percent(r, signed=False)} of the weights' magnitude"
+                                                    for v, r in signed_weights.negative_mass_share.items()) + ".")
+    order = means.activation_kurtosis.sort_values(ascending=False)
+    text.append("Activation kurtosis, largest first: " + ", ".join(f"{v} {k:.2f}" for v, k in order.items()) + ".")
+    papers = claims_table[claims_table.source.isin(PAPERS)] if not claims_table.empty else claims_table
+    judged = [r for r in papers.itertuples() if not str(r.verdict).startswith(NOT_TESTABLE)]
+    if judged:
+        text.append("The papers' claims here: " + "; ".join(f"{r.claim}: {r.verdict}" for r in judged) + ".")
+    untested = len(papers) - len(judged)
+    if untested:
+        text.append(f"{untested} of the papers' {len(papers)} claims are not testable at this build (the ledger "
+                    "says why).")
+    return " ".join(text)
 
 
 # ---- yat_b's learned scalars

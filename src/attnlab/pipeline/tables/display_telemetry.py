@@ -14,7 +14,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
+from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW, SINK_WEIGHT
 from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.formatting import fixed, lr_text, mean_pm, number, percent, signed
@@ -79,6 +79,24 @@ def entropy_display(entropy: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def sinks_display(sinks: pd.DataFrame) -> pd.DataFrame:
+    """Per variant over its contest seeds: the sink rate, the largest first-key weight, the share of negative
+    weight, and the residual stream's kurtosis and largest |activation| (mean ± std over seeds)."""
+    stats = sinks.groupby("variant", sort=False).agg(
+        seeds=("seed", "nunique"), sink=("sink_rate", "mean"), first=("first_key_weight_max", "mean"),
+        negative=("negative_mass_share", "mean"), kurtosis=("activation_kurtosis", "mean"),
+        kurtosis_std=("activation_kurtosis", lambda x: x.std(ddof=0)), largest=("activation_max", "mean"),
+        largest_std=("activation_max", lambda x: x.std(ddof=0))).reset_index()
+    return pd.DataFrame({
+        "variant": stats.variant, "seeds": stats.seeds,
+        f"sink rate (heads > {SINK_WEIGHT:g} on the first key)": stats.sink.map(lambda x: percent(x, signed=False)),
+        "largest first-key weight": stats["first"].map(lambda x: fixed(x, 3)),
+        "negative weight share": stats.negative.map(lambda x: percent(x, signed=False)),
+        "activation kurtosis": mean_pm(stats["kurtosis"], stats["kurtosis_std"], digits=2),
+        "largest |activation|": mean_pm(stats["largest"], stats["largest_std"], digits=1),
+    })
+
+
 def scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
     """Per learned scalar: its init and its seed means per layer and head, summarised (min, mean, max, the
     largest move from init)."""
@@ -126,6 +144,7 @@ def a3_layers_display(layers: pd.DataFrame) -> pd.DataFrame:
 
 
 DISPLAYS = {"score_scale": score_display, "mass_auroc": auroc_display, "entropy": entropy_display,
+            "sinks": sinks_display,
             "scalars": scalars_display, "a3_gates": gates_display, "a3_init": a3_init_display,
             "a3_vs_softmax_entropy": a3_layers_display}
 DETAILS = {"mass_auroc": auroc_per_seed}

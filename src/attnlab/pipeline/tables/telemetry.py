@@ -19,7 +19,7 @@ GATE_VARIANTS = ("a3", "a3_heads", BASELINE)  # the a3_gates table's rows: the g
 
 
 def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict[str, dict]) -> dict[str, pd.DataFrame]:
-    """score_scale, mass_auroc, entropy, scalars, a3_gates, a3_init and a3_vs_softmax_entropy.
+    """score_scale, mass_auroc, entropy, sinks, scalars, a3_gates, a3_init and a3_vs_softmax_entropy.
 
     All from the contest cells' bundle.json; arrays are read only for what no
     bundle summary holds: the A³-at-init comparison (two bundles side by side)
@@ -29,7 +29,7 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
     """
     grid = ContestGrid.of(grid)
     contest = {v: [bundles[p] for p in trained(contest_cells(runs, grid, v)).path] for v in grid.variants}
-    score_rows, auroc_rows, entropy_rows, scalar_rows, gate_rows = [], [], [], [], []
+    score_rows, auroc_rows, entropy_rows, sink_rows, scalar_rows, gate_rows = [], [], [], [], [], []
     for variant, cells in contest.items():
         for b in cells:
             tel, cell = b["telemetry"], {"variant": variant, "lr": float(b["lr"]), "seed": b["seed"]}
@@ -42,6 +42,11 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
                 correct_mean, wrong_mean = mass_by_correctness(Path(b["path"]))
                 auroc_rows.append({**cell, "mass_auroc": tel["mass_auroc"], "mass_correct_mean": correct_mean,
                                    "mass_wrong_mean": wrong_mean})
+            if "sink_rate" in tel:  # bundles written before these summaries existed have none
+                sink_rows.append({**cell, "sink_rate": tel["sink_rate"],
+                                  "first_key_weight_max": float(np.max(tel["first_key_weight_per_layer_head"])),
+                                  **{k: tel[k] for k in ("negative_mass_share", "activation_kurtosis",
+                                                         "activation_max")}})
             ent = tel["entropy"]
             entropy_rows.append({**cell, "mean": ent["mean"], SHARE_SHARP: ent["share_sharp"],
                                  SHARE_DIFFUSE: ent["share_diffuse"]})
@@ -63,6 +68,7 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
         "score_scale": pd.DataFrame(score_rows, columns=contract.columns("score_scale")),
         "mass_auroc": pd.DataFrame(auroc_rows, columns=contract.columns("mass_auroc")),
         "entropy": pd.DataFrame(entropy_rows, columns=contract.columns("entropy")),
+        "sinks": pd.DataFrame(sink_rows, columns=contract.columns("sinks")),
         "scalars": pd.DataFrame(scalar_rows, columns=contract.columns("scalars")),
         "a3_gates": gates[gates.variant.isin(GATE_VARIANTS)],
         "a3_init": a3_init_table(contest),
