@@ -252,10 +252,11 @@ if "composability" in SHOWN:
 # attention, measured on every variant's contest cells on the held-out
 # telemetry batches: the *sink rate* (the share of layer × head pairs whose
 # queries put, on average, more of their weight on the window's first key
-# than the sink threshold of Gu et al. 2024, which the table's header gives), the share of the weights' magnitude on negative weights (only
-# Cog attention's can be negative), and the residual stream after each block:
-# its kurtosis (3 for a normal distribution; heavy outliers raise it) and its
-# largest |activation|, each the largest over layers.
+# than the sink threshold of Gu et al. 2024, which the table's header
+# gives), the share of the weights' magnitude on negative weights (only Cog
+# attention's can be negative), and the residual stream after each block:
+# its kurtosis (3 for a normal distribution; heavy outliers raise it) and
+# its largest |activation|, each the largest over layers.
 
 # %%
 if "sinks" in SHOWN:
