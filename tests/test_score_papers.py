@@ -54,7 +54,7 @@ def test_the_probe_reads_the_first_key_signed_weights_and_the_residual_stream(va
     arrays = probe.probe_batch(model, x, jnp.zeros_like(x), min_keys=2)
     _, outputs, residuals = model.forward(x, dense=True)
     weights = np.stack([np.asarray(o.weights) for o in outputs])  # (L, B, H, T, T)
-    np.testing.assert_allclose(arrays["first_key_sum"], weights[..., 0].sum(axis=(1, 3)), rtol=1e-5)
+    np.testing.assert_allclose(arrays["first_key_mean"], weights[..., 0].mean(axis=(1, 3)), rtol=1e-5)
     negative = np.where(weights < 0, -weights, 0).sum(axis=(1, 2, 3, 4))
     np.testing.assert_allclose(arrays["negative_sum"], negative, rtol=1e-5, atol=1e-7)
     np.testing.assert_allclose(arrays["absolute_sum"], np.abs(weights).sum(axis=(1, 2, 3, 4)), rtol=1e-5)
@@ -72,11 +72,9 @@ def test_the_probe_reads_the_first_key_signed_weights_and_the_residual_stream(va
 
 
 def test_the_sink_rate_is_the_share_of_heads_above_the_threshold():
-    n, layers, batch, heads, length = 2, 2, 3, 4, 5
     per_query = np.array([[0.5, 0.1, 0.2, 0.31], [0.29, 0.0, 0.9, 0.1]])  # (L, H): three heads above 0.3
-    arrays = {
-        "entropy": np.zeros((n, layers, batch, heads, length)),
-        "first_key_sum": np.broadcast_to(per_query * batch * length, (n, layers, heads)),
+    arrays = {  # two held-out batches; the first-key means of the two average to per_query
+        "first_key_mean": np.stack([per_query - 0.05, per_query + 0.05]),
         "negative_sum": np.array([[1.0, 0.0], [3.0, 0.0]]), "absolute_sum": np.array([[4.0, 2.0], [4.0, 2.0]]),
         "activation_kurtosis": np.array([[3.0, 5.0], [4.0, 9.0]]), "activation_max": np.array([[1.0, 7.0], [2.0, 3.0]]),
     }

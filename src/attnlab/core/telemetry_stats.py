@@ -60,7 +60,7 @@ def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:
             "rows": int(every_row.size),
         },
     }
-    if "first_key_sum" in arrays:
+    if "first_key_mean" in arrays:
         summary.update(sink_summary(arrays))
     if "mass" in arrays:
         summary["mass_auroc"] = mass_auroc(arrays["mass"], arrays["correct"])
@@ -84,8 +84,7 @@ def sink_summary(arrays: dict[str, np.ndarray]) -> dict:
     activation_kurtosis: per layer, the Pearson kurtosis of the residual stream after the block, averaged over
     held-out batches; activation_max: the largest |activation| there; each also as the maximum over layers.
     """
-    batches, _, batch, _, length = arrays["entropy"].shape  # (N, L, B, H, T)
-    first_key = arrays["first_key_sum"].sum(0) / (batches * batch * length)  # (L, H)
+    first_key = arrays["first_key_mean"].mean(0)  # (L, H): every batch has as many queries
     negative, absolute = arrays["negative_sum"].sum(0), arrays["absolute_sum"].sum(0)
     kurtosis = arrays["activation_kurtosis"].mean(0)  # (L,)
     largest = arrays["activation_max"].max(0)  # (L,)

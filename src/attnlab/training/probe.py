@@ -20,8 +20,8 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
         "correct": (logits.argmax(-1) == y),  # (B, T)
         "entropy": jnp.stack([normalised_entropy(row_distribution(o), visible, min_keys)
                               for o in outputs]),  # (L,B,H,T)
-        # the weight each query puts on the window's first key, summed over queries: the attention-sink measure
-        "first_key_sum": weights[..., 0].sum(axis=(1, 3)),  # (L,H)
+        # the weight each query puts on the window's first key, averaged over queries: the attention-sink measure
+        "first_key_mean": weights[..., 0].mean(axis=(1, 3)),  # (L,H)
         # signed weights (Cog attention): the magnitude on negative weights and in all, per layer
         "negative_sum": jnp.where(weights < 0, -weights, 0.0).sum(axis=(1, 2, 3, 4)),  # (L,)
         "absolute_sum": jnp.abs(weights).sum(axis=(1, 2, 3, 4)),  # (L,)

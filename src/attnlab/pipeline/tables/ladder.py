@@ -241,9 +241,14 @@ def length_text(rows: pd.DataFrame, lowest: str = "trained_steps", highest: str 
     ceiling = int(rows[STEPS].max())
     if "to_plateau" not in rows or not rows.to_plateau.astype(bool).any():
         return f"{ceiling:,} steps"
-    low, high = int(rows[lowest].min()), int(rows[highest].max())
-    trained = f"{low:,} steps" if low == high else f"{low:,}–{high:,} steps"
-    return f"each cell to its plateau ({trained}, at most {ceiling:,})"
+    trained = steps_range(rows[lowest].min(), rows[highest].max())
+    return f"each cell to its plateau ({trained} steps, at most {ceiling:,})"
+
+
+def steps_range(low, high) -> str:
+    """'3,750–10,000', or '5,000' where both ends are one number."""
+    low, high = int(low), int(high)
+    return f"{low:,}" if low == high else f"{low:,}–{high:,}"
 
 
 # ---- the .md and .tex
@@ -273,8 +278,7 @@ def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
 
     shown = table[["rung", *axes, STEPS]].copy()
     if "to_plateau" in table and table.to_plateau.astype(bool).any():  # steps is the ceiling: what the cells trained
-        shown["trained"] = [f"{lo:,}" if lo == hi else f"{lo:,}–{hi:,}"
-                            for lo, hi in zip(table.trained_steps_min.astype(int), table.trained_steps_max.astype(int))]
+        shown["trained"] = [steps_range(lo, hi) for lo, hi in zip(table.trained_steps_min, table.trained_steps_max)]
     shown["parameters"] = table.n_params.map(params_text)
     shown["variant"], shown["LR"] = table.variant, table.lr.map(lambda lr: format_lr(float(lr)))
     shown["seeds"] = table.n_seeds
