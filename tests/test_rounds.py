@@ -77,6 +77,7 @@ def test_a_clear_effect_is_decided_and_asks_for_no_more_seeds():
 def test_an_undecided_comparison_asks_for_the_next_round_until_the_budget_is_spent():
     rng = np.random.default_rng(2)
     cfg = config(seeds=(0, 1, 2), max_seeds=7, round_size=2)
+    cfg["contest"]["rounds"]["reach"] = None  # every round while undecided, however far the budget is
     made = losses(rng, range(7), {"a3": 0.0005, "softmax_t": 0.0005, "yat": -0.015}, spread=0.03)
     first = rounds.decide({v: {s: x for s, x in by.items() if s < 3} for v, by in made.items()}, cfg, 0)
     assert first["outcome"] == "another round" and first["next_seeds"] == [3, 4]
@@ -86,6 +87,36 @@ def test_an_undecided_comparison_asks_for_the_next_round_until_the_budget_is_spe
     gain = next(row for row in last["comparisons"] if row["label"] == "softmax − a3")
     assert gain["state"] == "undecided" and gain["n"] == 7
     assert gain["seeds_needed"] is None or gain["seeds_needed"] > 7  # what the budget could not reach
+
+
+def test_a_comparison_out_of_the_budgets_reach_asks_for_no_round():
+    """A gap sitting near a band edge with a wide spread would need far more than twice the budget: it stays
+    undecided, out of reach, with the seeds it would need, and trains nothing; with reach null it asks for the
+    rounds as before; a reachable comparison beside it still asks for them."""
+    rng = np.random.default_rng(6)
+    seeds = range(6)
+    made = losses(rng, seeds, {"yat": -1.9 * 0.0052, "a3": 0.0, "softmax_t": 0.0}, spread=0.02)
+    cfg = config(seeds=seeds, max_seeds=8, variants=("softmax", "yat"))
+    decision = rounds.decide(made, cfg, 0)
+    (row,) = decision["comparisons"]
+    assert row["state"] == "out of reach" and (row["seeds_needed"] is None or row["seeds_needed"] > 16)
+    assert decision["next_seeds"] == [] and decision["outcome"] == "out of reach"
+    from attnlab.pipeline.report.contest import rounds_text
+    text = rounds_text(rounds.table([decision]))
+    assert "out of the budget's reach" in text and "yat / softmax [" in text and "out of reach" in text
+    cfg["contest"]["rounds"]["reach"] = None
+    again = rounds.decide(made, cfg, 0)
+    assert again["comparisons"][0]["state"] == "undecided" and again["next_seeds"] == [6, 7]
+    # beside it, a gain of about twice its interval's reach at six seeds: within reach, so the round is trained
+    made = losses(rng, seeds, {"yat": -1.9 * 0.0052, "a3": 0.012, "softmax_t": 0.012}, spread=0.006)
+    made["yat"] = {s: made["softmax"][s] * 1.0052 + 0.04 * rng.standard_normal() for s in seeds}
+    both = rounds.decide(made, config(seeds=seeds, max_seeds=8, variants=("softmax", "yat", "a3")), 0)
+    states = {r["label"]: r["state"] for r in both["comparisons"]}
+    assert states["yat / softmax"] == "out of reach"
+    if states["softmax − a3"] == "undecided":
+        assert both["next_seeds"] == [6, 7] and both["outcome"] == "another round"
+    else:
+        assert states["softmax − a3"] == "decided" and both["outcome"] == "out of reach"
 
 
 def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
@@ -110,7 +141,7 @@ def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
 
 def test_the_rule_read_after_every_round_keeps_its_coverage():
     """Many repetitions with a known effect: seeds added one at a time while the comparison's interval holds the
-    threshold, up to a budget of 20. The interval the rule stopped at covers the true effect in at least 95%
+    threshold and is within the budget's reach, up to a budget of 20. The interval the rule stopped at covers the true effect in at least 95%
     of repetitions, within three Monte Carlo standard errors."""
     rng = np.random.default_rng(4)
     effect, repetitions, covered = 0.01, 600, 0
@@ -141,8 +172,8 @@ def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, c
     ws = make_workspace(tmp_path, share_compile_cache=True)
     cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
     cfg.update(name="rounds", variants=["softmax", "a3"])
-    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "a3": 3.0e-3},
-                      "rounds": {"max_seeds": 4, "round_size": 1}}
+    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "a3": 3.0e-3},  # every round while undecided
+                      "rounds": {"max_seeds": 4, "round_size": 1, "reach": None}}
     cfg["sweep"]["lrs"] = [3.0e-3]
     cfg.pop("studies")
     (ws / "config" / "rounds.yaml").write_text(yaml.safe_dump(cfg))

@@ -93,8 +93,9 @@ def sequential_rounds(tables: dict[str, pd.DataFrame]) -> tuple[float | None, st
     if rounds is None or rounds.empty:
         return None, ""
     last = rounds[rounds["round"] == rounds["round"].max()].iloc[0]
+    ended = {"out of reach": "what was left undecided out of the budget's reach"}.get(last.outcome, last.outcome)
     note = (f"contest seeds added until decided, {int(last.n_seeds)} of a budget of {int(last.max_seeds)} "
-            f"({last.outcome} after round {int(last['round'])}); every interval is {last.method}")
+            f"({ended} after round {int(last['round'])}); every interval is {last.method}")
     return float(last.precision), note
 
 

@@ -8,6 +8,12 @@ against its l1 normaliser), paired by contest seed, Lai's anytime-valid confiden
 budget (attnlab.pipeline.confidence_sequence). A comparison is decided once its interval holds none of its
 thresholds; while one is not, and the budget allows, the decision names the next round's seeds.
 
+A comparison the budget cannot reach does not ask for seeds: one that, at its observed mean and spread, would need
+more than `reach` times `max_seeds` to clear its thresholds (or sits on one) is *out of reach* and stays
+undecided, said so with the seeds it would need, while the others decide whether a round is trained. The
+default factor of 2 leaves room for the spread read off a few seeds (the seeds needed grow with its square).
+Giving up early costs no coverage: the confidence sequence holds at any number of seeds, whatever rule chose it.
+
 The rule reads the loss comparisons only: the other comparisons over the contest seeds (score scale,
 entropy, the mass AUROC) were decided by the first round of every build measured. The tables and the ledger
 compute every interval of such a build with the same sequence (attnlab.pipeline.statistics.sequential), which
@@ -33,6 +39,8 @@ from attnlab.pipeline.plan.rounds import comparisons, round_seeds, seeds_through
 from attnlab.pipeline.plan.bundle_reader import read_bundle
 
 FILE_VERSION = 1
+REACH = 2  # contest.rounds.reach's default: needing more than this many times the budget's seeds is out of reach
+DECIDED, UNDECIDED, OUT_OF_REACH = "decided", "undecided", "out of reach"
 
 
 def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> dict:
@@ -40,6 +48,8 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> 
     (none once every comparison is decided or the budget is spent). `losses`: variant -> seed -> best
     validation loss of the contest cells that did not diverge."""
     budget = int(cfg["contest"]["rounds"]["max_seeds"])
+    reach = cfg["contest"]["rounds"].get("reach", REACH)
+    limit = math.inf if reach is None else reach * budget
     precision = confidence_sequence.tuned_precision(budget)
     seeds = seeds_through(cfg, round_index)
     rows = []
@@ -52,15 +62,25 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> 
             needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
             rows.append(dict(asdict(comparison), thresholds=list(comparison.thresholds), n=estimate.n,
                              mean=_number(estimate.mean), low=_number(estimate.low), high=_number(estimate.high),
-                             state="decided" if decided else "undecided",
+                             state=DECIDED if decided else _open_state(estimate, needed, limit),
                              seeds_needed=None if needed is None or math.isinf(needed) else int(needed)))
     later = round_seeds(cfg)[round_index + 1:]
-    go_on = any(row["state"] == "undecided" for row in rows) and bool(later)
+    go_on = any(row["state"] == UNDECIDED for row in rows) and bool(later)
+    states = {row["state"] for row in rows}
+    outcome = ("another round" if go_on else DECIDED if states <= {DECIDED}
+               else "budget spent" if UNDECIDED in states or not later else OUT_OF_REACH)
     return {"version": FILE_VERSION, "round": round_index, "seeds": seeds, "max_seeds": budget,
             "precision": precision, "method": confidence_sequence.METHOD, "comparisons": rows,
-            "next_seeds": list(later[0]) if go_on else [],
-            "outcome": ("another round" if go_on else "decided" if all(r["state"] == "decided" for r in rows)
-                        else "budget spent")}
+            "next_seeds": list(later[0]) if go_on else [], "outcome": outcome}
+
+
+def _open_state(estimate: statistics.Estimate, needed: float | None, limit: float) -> str:
+    """An undecided comparison: worth another round, or out of the budget's reach at its observed spread (it
+    sits on a threshold, or needs more than `limit` seeds). Too few seeds to read a spread from is never out of
+    reach; an infinite limit never is."""
+    if estimate.n < 2 or not math.isfinite(estimate.spread) or math.isinf(limit):
+        return UNDECIDED
+    return UNDECIDED if needed is not None and needed <= limit else OUT_OF_REACH
 
 
 def _number(value: float) -> float | None:
