@@ -141,8 +141,8 @@ def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
 
 def test_the_rule_read_after_every_round_keeps_its_coverage():
     """Many repetitions with a known effect: seeds added one at a time while the comparison's interval holds the
-    threshold and is within the budget's reach, up to a budget of 20. The interval the rule stopped at covers the true effect in at least 95%
-    of repetitions, within three Monte Carlo standard errors."""
+    threshold and is within the budget's reach, up to a budget of 20. The interval the rule stopped at covers the
+    true effect in at least 95% of repetitions, within three Monte Carlo standard errors."""
     rng = np.random.default_rng(4)
     effect, repetitions, covered = 0.01, 600, 0
     cfg = config(seeds=(0, 1, 2), max_seeds=20, round_size=1, variants=("softmax", "a3"))
