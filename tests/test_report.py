@@ -302,3 +302,22 @@ def test_a_build_manifest_that_is_not_one_is_refused_in_one_line_never_read_as_e
                  tmp_path, None, 60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "build.json" in result.stderr
+
+
+def test_the_abstract_shows_the_interval_a_verdict_rests_on_whether_a_t_interval_or_a_confidence_sequence():
+    ledger = pd.DataFrame({
+        "claim": ["fixed seeds", "seeds added until decided", "a count"],
+        "verdict": [statistics.HOLDS, statistics.HOLDS, statistics.CONTRADICTED],
+        "interval": ["a: 95% CI [0.1, 0.2]", "b: 95% CS [0.3, 0.4]", "no interval (one seed)"],
+        "lean": ["", "", "lower"],
+    })
+    text = abstract.settled(ledger)
+    assert "fixed seeds (a: 95% CI [0.1, 0.2])" in text
+    assert "seeds added until decided (b: 95% CS [0.3, 0.4])" in text
+    assert "a count: lower." in text and "one seed" not in text
+
+
+def test_an_interval_is_named_for_how_it_was_computed():
+    assert statistics.interval_kind() == "CI"
+    with statistics.sequential(1.0):
+        assert statistics.interval_kind() == "CS"

@@ -237,6 +237,11 @@ def sequential(precision: float) -> Iterator[None]:
         _SEQUENTIAL.reset(token)
 
 
+def interval_kind() -> str:
+    """What an interval computed here is called: 'CS' (the confidence sequence) inside `sequential`, else 'CI'."""
+    return "CI" if _SEQUENTIAL.get() is None else "CS"
+
+
 def half_widths(n, spread: float) -> np.ndarray:
     """The interval's half-width at n values (an int or an array of them) of sample standard deviation `spread`:
     the t-interval's, or inside `sequential` the confidence sequence's (inf while it is the whole line)."""

@@ -94,7 +94,7 @@ def _best_lr_gaps(t) -> str:
     for row in best[best.variant.isin(KERNELS)].itertuples():
         if not np.isfinite(row.gap_vs_softmax):
             continue
-        bounds = (f"{CONFIDENCE:.0%} CI [{row.gap_ci_low:+.2%}, {row.gap_ci_high:+.2%}]"
+        bounds = (f"{CONFIDENCE:.0%} {statistics.interval_kind()} [{row.gap_ci_low:+.2%}, {row.gap_ci_high:+.2%}]"
                   if np.isfinite(row.gap_ci_low) else str(row.interval_note))
         parts.append(f"{row.variant} at {lr_text(row.best_lr)} {row.gap_vs_softmax:+.2%} ({bounds})")
     if parts and len(soft):

@@ -76,6 +76,11 @@ def _lean(row) -> str:
     return str(getattr(row, "lean", "") or "")
 
 
+def _bounded(row) -> bool:
+    """Whether a ledger row's interval text holds an interval: a t-interval (CI) or a confidence sequence (CS)."""
+    return " CI [" in str(row.interval) or " CS [" in str(row.interval)
+
+
 def settled(ledger: pd.DataFrame) -> str:
     """The experiments that hold or are contradicted: each with the interval it rests on, and a contradiction
     with its direction and size."""
@@ -84,13 +89,13 @@ def settled(ledger: pd.DataFrame) -> str:
     held = ledger[kinds == statistics.HOLDS]
     if len(held):
         parts.append("Holding: " + "; ".join(
-            html.escape(str(r.claim)) + (f" ({html.escape(str(r.interval))})" if "CI" in str(r.interval) else "")
+            html.escape(str(r.claim)) + (f" ({html.escape(str(r.interval))})" if _bounded(r) else "")
             for r in held.itertuples()) + ".")
     against = ledger[kinds == statistics.CONTRADICTED]
     if len(against):
         parts.append("Contradicted: " + "; ".join(
             html.escape(str(r.claim)) + (f": {html.escape(_lean(r))}" if _lean(r) else "")
-            + (f" ({html.escape(str(r.interval))})" if "CI" in str(r.interval) else "")
+            + (f" ({html.escape(str(r.interval))})" if _bounded(r) else "")
             for r in against.itertuples()) + ".")
     return " ".join(parts)
 
