@@ -75,3 +75,32 @@ def test_the_whole_split_is_every_character_once_in_weighted_windows():
     np.testing.assert_array_equal(flat_x.reshape(-1), split[: windows * 16])  # each character once, in order
     np.testing.assert_array_equal(flat_y.reshape(-1), split[1: windows * 16 + 1])
     assert not np.asarray(weight).reshape(-1)[windows:].any()  # the padding counts for nothing
+
+
+def test_a_beginning_of_sequence_token_opens_every_window_from_the_same_offsets(corpus_path):
+    """data.bos: the same streams, each window the token then its first T - 1 characters, predicting its first T;
+    the whole split still predicts every character once; the map window starts with the token."""
+    from attnlab.training.batches import whole_split_batches
+
+    tokens = np.arange(1000, dtype=np.int32)
+    offsets = stream_offsets(5, 1000, 10, 6).astype(np.int32)
+    x, y = slice_batch(tokens, offsets, 10, bos=1000)
+    for row, start in enumerate(offsets):
+        assert int(x[row, 0]) == 1000
+        np.testing.assert_array_equal(np.asarray(x[row, 1:]), np.arange(start, start + 9))
+        np.testing.assert_array_equal(np.asarray(y[row]), np.arange(start, start + 10))
+    corpus = load_corpus(corpus_path, 0.9, SHA)
+    bos = corpus.vocab_size
+    hx, hy = held_out_batches(corpus.val, 77_000, 16, 4, 2, bos)
+    plain_x, _ = held_out_batches(corpus.val, 77_000, 16, 4, 2)
+    assert (np.asarray(hx[..., 0]) == bos).all() and (np.asarray(hy) < bos).all()
+    np.testing.assert_array_equal(np.asarray(hx[..., 1:]), np.asarray(plain_x[..., :-1]))
+    split = np.arange(1000) % 65
+    wx, wy, weight = whole_split_batches(split, block_size=16, batch_size=7, bos=65)
+    windows = int(weight.sum())
+    np.testing.assert_array_equal(np.asarray(wy).reshape(-1, 16)[:windows].reshape(-1), split[: windows * 16])
+    assert (np.asarray(wx)[..., 0] == 65).all()
+    window = map_window(corpus.val, 128, bos=bos)
+    assert window[0] == bos and len(window) == 128
+    np.testing.assert_array_equal(window[1:], map_window(corpus.val, 128)[:-1])
+    assert corpus.decode(window)[0] == "\u2402" and corpus.decode(window)[1:] == corpus.decode(window[1:])

@@ -66,10 +66,17 @@ class TelemetryConfig:
     batches: int  # held-out telemetry batches for the final probe
 
 
+def bos_token(cfg: dict, vocab_size: int) -> int | None:
+    """The beginning-of-sequence token's id (one past the corpus's characters) where data.bos is on, else None."""
+    return vocab_size if cfg.get("data", {}).get("bos") else None
+
+
 def model_config(cfg: dict, variant: str, vocab_size: int) -> ModelConfig:
+    """The model of one variant over a corpus of vocab_size characters (one more token with data.bos)."""
     m = cfg["model"]
     return ModelConfig(
-        vocab_size=vocab_size, d_model=m["d_model"], layers=m["layers"], heads=m["heads"],
+        vocab_size=vocab_size + (bos_token(cfg, vocab_size) is not None), d_model=m["d_model"],
+        layers=m["layers"], heads=m["heads"],
         block_size=m["block_size"], d_ff=m["d_ff"], dropout=float(m["dropout"]), variant=variant,
         a3_embed_dim=m.get("a3_embed_dim"), kv_heads=m.get("kv_heads"),
         attention_impl=m.get("attention_impl", "dense"), attention_block=m.get("attention_block", 64),

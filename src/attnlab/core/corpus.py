@@ -23,6 +23,9 @@ CORPUS_ENV = "ATTNLAB_CORPUS"
 MAX_CORPUS_BYTES = 1 << 30  # a corpus without a checksum is refused past 1 GiB: it is read whole
 
 
+BOS_GLYPH = "\u2402"  # '␂', the symbol for start of text: how a window's beginning-of-sequence token reads
+
+
 class CorpusError(RuntimeError):
     """The corpus is missing, unreadable or not the expected file; the message says how to fix it."""
 
@@ -39,7 +42,8 @@ class Corpus:
         return len(self.vocab)
 
     def decode(self, ids) -> str:
-        return "".join(self.vocab[int(i)] for i in ids)
+        """The characters of these ids; the beginning-of-sequence token (one past the vocabulary) as BOS_GLYPH."""
+        return "".join(self.vocab[int(i)] if int(i) < len(self.vocab) else BOS_GLYPH for i in ids)
 
 
 def sha256_of(data: bytes) -> str:

@@ -94,7 +94,7 @@ def train_group(group: list[Stops]) -> None:
     seeds = jnp.stack([run.cell.seed_arr for run in group])
     started = time.perf_counter()
     program = compiled_chunk(first.graphdef, first.rest, first.optimizer, params, opt_state, first.tokens, offsets,
-                             seeds, first.mcfg.block_size, program=train_chunks)
+                             seeds, first.mcfg.block_size, first.bos, program=train_chunks)
     compiled = time.perf_counter() - started
     for run in group:
         run.cell.phases.add("compile", compiled)

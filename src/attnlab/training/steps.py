@@ -50,7 +50,7 @@ def train_step(graphdef, rest, optimizer, params, opt_state, x, y, key):
 
 
 def _train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, start, n_steps, *,
-                block_size: int):
+                block_size: int, bos: int | None = None):
     """Run n_steps (runtime, <= len(offsets)) steps from `start` without leaving the device.
 
     offsets[i] holds the batch offsets of step start+i (attnlab.training.batches).
@@ -62,7 +62,7 @@ def _train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, 
     def body(i, carry):
         params, opt_state, losses = carry
         step = start + i
-        x, y = slice_batch(tokens, offsets[i], block_size)
+        x, y = slice_batch(tokens, offsets[i], block_size, bos)
         params, opt_state, loss = train_step(
             graphdef, rest, optimizer, params, opt_state, x, y, dropout_key(seed, step)
         )
@@ -72,19 +72,19 @@ def _train_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, 
     return jax.lax.fori_loop(0, n_steps, body, (params, opt_state, losses))
 
 
-CHUNK_STATIC = ("graphdef", "optimizer", "block_size")
+CHUNK_STATIC = ("graphdef", "optimizer", "block_size", "bos")
 train_chunk = jax.jit(_train_chunk, static_argnames=CHUNK_STATIC, donate_argnames=("params", "opt_state"))
 
 
 @partial(jax.jit, static_argnames=CHUNK_STATIC, donate_argnames=("params", "opt_state"))
 def train_chunks(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seeds, start, n_steps, *,
-                 block_size: int):
+                 block_size: int, bos: int | None = None):
     """train_chunk for a pack of cells at once: params, opt_state, offsets and seeds stacked on a leading axis
     (one cell each; their LRs live in the stacked optimiser states), the same steps for all. On an accelerator
     one such program keeps the device busy where one small cell cannot."""
     def one(cell_params, cell_opt_state, cell_offsets, seed):
         return _train_chunk(graphdef, rest, optimizer, cell_params, cell_opt_state, tokens, cell_offsets, seed, start,
-                            n_steps, block_size=block_size)
+                            n_steps, block_size=block_size, bos=bos)
 
     return jax.vmap(one)(params, opt_state, offsets, seeds)
 

@@ -32,7 +32,8 @@ from flax import nnx
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
 from attnlab.core.cell_key import CellKey
-from attnlab.core.config_types import JAX_PRECISION, model_config, telemetry_config, to_json, train_config
+from attnlab.core.config_types import (JAX_PRECISION, bos_token, model_config, telemetry_config, to_json,
+                                       train_config)
 from attnlab.core.corpus import CorpusError, check_fits, load_corpus
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
@@ -107,6 +108,7 @@ class Cell:
         self.tcfg, self.telemetry = train_config(cfg), telemetry_config(cfg)
         self.corpus = load_corpus(corpus_path, cfg["data"]["train_fraction"], cfg["data"].get("sha256"))
         self.mcfg = model_config(cfg, self.variant, self.corpus.vocab_size)
+        self.bos = bos_token(cfg, self.corpus.vocab_size)
         check_fits(self.corpus, self.mcfg.block_size, self.tcfg.batch_size, self.telemetry.window_offset)
         self.plan = schedule(self.tcfg.steps, self.tcfg.eval_every, self.tcfg.checkpoint_every,
                              self.telemetry.snapshot_fractions)
@@ -121,17 +123,19 @@ class Cell:
         self.opt_state = self.optimizer.init(self.params)
         self.tokens = jnp.asarray(self.corpus.train)
         T, B = self.mcfg.block_size, self.tcfg.batch_size
-        self.val_x, self.val_y = held_out_batches(self.corpus.val, VALIDATION_STREAM, T, B, self.tcfg.eval_batches)
-        self.probe_x, self.probe_y = held_out_batches(self.corpus.val, TELEMETRY_STREAM, T, B, self.telemetry.batches)
+        self.val_x, self.val_y = held_out_batches(self.corpus.val, VALIDATION_STREAM, T, B, self.tcfg.eval_batches,
+                                                  self.bos)
+        self.probe_x, self.probe_y = held_out_batches(self.corpus.val, TELEMETRY_STREAM, T, B, self.telemetry.batches,
+                                                      self.bos)
         # Every validation character once, for the best checkpoint's one evaluation on the whole split: the seed's
         # metric is the minimum over evaluations of eval_batches sampled batches, which stays the cell's best loss.
-        self.whole_x, self.whole_y, self.whole_weight = whole_split_batches(self.corpus.val, T, B)
-        self.window = map_window(self.corpus.val, T, self.telemetry.window_offset)
+        self.whole_x, self.whole_y, self.whole_weight = whole_split_batches(self.corpus.val, T, B, self.bos)
+        self.window = map_window(self.corpus.val, T, self.telemetry.window_offset, self.bos)
         self.seed_arr = jnp.asarray(self.seed, dtype=jnp.uint32)
         started = time.perf_counter()
         # A cell of a vmapped pack runs its pack's program instead (attnlab.training.lockstep), compiled there.
         self.chunk = compiled_chunk(self.graphdef, self.rest, self.optimizer, self.params, self.opt_state,
-                                    self.tokens, jnp.asarray(self.offsets(0, 1)), self.seed_arr, T) \
+                                    self.tokens, jnp.asarray(self.offsets(0, 1)), self.seed_arr, T, self.bos) \
             if compile_alone else None
         self.compile_s = time.perf_counter() - started
         self.phases.add("compile", self.compile_s)
@@ -151,21 +155,22 @@ class Cell:
 
 # The compiled training chunk of each program this process has built (a pack's later cells reuse it). The key
 # is everything the program depends on: the model's graph, the optimiser's structure (its LR and weight decay are
-# runtime values in its state), the shapes and dtypes of every argument, the block size and the matmul precision.
+# runtime values in its state), the shapes and dtypes of every argument, the block size, the beginning-of-sequence
+# token and the matmul precision.
 _CHUNKS: dict = {}
 
 
 def compiled_chunk(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, block_size: int,
-                   program=train_chunk):
+                   bos: int | None = None, program=train_chunk):
     """train_chunk (or train_chunks, for a stacked pack) compiled ahead of time for these arguments, once per
     process per program."""
     shapes = jax.tree.map(lambda x: (jnp.shape(x), jnp.result_type(x)), (rest, params, opt_state, tokens, offsets,
                                                                           seed))
-    key = (program, graphdef, jax.tree.structure(opt_state), str(shapes), block_size,
+    key = (program, graphdef, jax.tree.structure(opt_state), str(shapes), block_size, bos,
            jax.config.jax_default_matmul_precision)
     if key not in _CHUNKS:
         _CHUNKS[key] = program.lower(graphdef, rest, optimizer, params, opt_state, tokens, offsets, seed, 0, 1,
-                                     block_size=block_size).compile()
+                                     block_size=block_size, bos=bos).compile()
     return _CHUNKS[key]
 
 
