@@ -266,6 +266,20 @@ if "sinks" in SHOWN:
 say(telemetry.sinks_results(tables["sinks"], claims_table))
 
 # %% [markdown]
+# Where the build trains models without position embeddings and evaluates
+# them at windows longer than the block they trained on, the table below
+# gives each variant's loss on the whole validation split in windows of each
+# length, and its change from the trained window: the measurement behind the
+# longer-context claims of stick-breaking attention and Scalable-Softmax.
+
+# %%
+if "context_length" in SHOWN:
+    show_table(shown("context_length", tables["context_length"]),
+               "Validation loss at windows longer than the trained block (nats/char, mean ± std over the "
+               "contest seeds), models without position embeddings.", "context_length")
+say(telemetry.context_results(tables["context_length"]))
+
+# %% [markdown]
 # ## 12. The config's own studies
 # A study trains every variant at each point of its axes (model or training
 # keys the config gives several values): each point's best validation loss,

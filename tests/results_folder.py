@@ -154,6 +154,9 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
                                 "first_key_weight_max": 0.4 if v == "softmax" else 0.2, "negative_mass_share": 0.0,
                                 "activation_kurtosis": 4.0 + 0.1 * s, "activation_max": 20.0 + s}
                                for v, lr, s in cells]),
+        "context_length": pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "multiple": m, "context_length": 64 * m,
+                                         "val_loss": 2.0 + 0.05 * m + 0.01 * s, "vs_trained": 1.0 + 0.025 * (m - 1)}
+                                        for v, lr, s in cells for m in (1, 2, 4)]),
         "scalars": pd.DataFrame([{"variant": "yat_b", "seed": s, "layer": layer, "head": h, "scalar": name,
                                   "value": 0.7 + 0.1 * h} for _, _, s in kernels[3:] for layer in layers
                                  for h in range(4) for name in ("b", "eps")]),

@@ -175,7 +175,9 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
                "config": {"name": "contract", "variant": variant, "lr": lr, "seed": seed},
                "provenance": {"code_fingerprint": "c0de"}, "best_val_loss": 2.6 - 0.01 * seed + 0.001 * len(variant),
                "final_val_loss": 2.65, "best_val_bpc": 3.75, "diverged": False, "diverged_step": None,
-               "wall_time_s": 0.2, "steps_per_s": 100.0, "telemetry": telemetry}
+               "wall_time_s": 0.2, "steps_per_s": 100.0, "telemetry": telemetry,
+               "val_loss_at_context": {"1": 2.6, "2": 2.7 + 0.01 * seed, "4": 2.9}}
+    summary["config"]["model"] = {"block_size": T}
     if variant in KERNELS:
         telemetry["mass_auroc"] = 0.5
         summary["normswap"] = {"native_loss": 2.6, "swapped_loss": 2.7, "native_normaliser": "l1",

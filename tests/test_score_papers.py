@@ -164,11 +164,43 @@ def test_a_build_without_the_variants_or_the_longer_windows_says_why():
     t = on_protocol(contest_frames({"softmax": [1.8, 1.81], "yat": [1.85, 1.86]}))
     rows = {c.__name__: check(c, t) for c in score_papers.CHECKS}
     assert all(r.verdict == "not testable at catalog" for r in rows.values())
-    assert "position embedding" in rows["stickbreaking_extrapolates"].interval
+    assert "no stickbreaking or no softmax" in rows["stickbreaking_extrapolates"].interval
     assert "twice the heads" in rows["selective_matches_twice_the_heads"].interval
     assert "no softpick or no softmax" in rows["softpick_no_sinks"].interval
     assert {r.source for r in rows.values()} == set(claims.PAPERS)
     assert all(c in claims.CHECKS for c in score_papers.CHECKS), "every paper's row is in the ledger"
+
+
+def context_frames(ratios: dict[str, dict[int, float]]) -> dict:
+    """The catalog's contest tables with a context_length table: each variant's loss at 1x, 2x and 4x the block,
+    softmax's rising with the window, another variant's at `ratios[variant][multiple]` times softmax's."""
+    t = frames(dict(LOSSES, **{v: [x * 1.01 for x in LOSSES["softmax"]] for v in ratios}))
+    softmax = {1: 1.80, 2: 1.95, 4: 2.30}
+    rows = []
+    for variant in ("softmax", *ratios):
+        for seed, noise in enumerate(NOISE):
+            for multiple, loss in softmax.items():
+                factor = 1.0 if variant == "softmax" else ratios[variant][multiple] * noise
+                value = loss * factor
+                rows.append({"variant": variant, "lr": 3e-3, "seed": seed, "multiple": multiple,
+                             "context_length": 64 * multiple, "val_loss": value,
+                             "vs_trained": value / (softmax[1] * (1.0 if variant == "softmax" else
+                                                                  ratios[variant][1] * noise))})
+    t["context_length"] = pd.DataFrame(rows)
+    return t
+
+
+def test_longer_windows_decide_the_stickbreaking_and_ssmax_rows():
+    """Lower loss than softmax at 2x and 4x the block holds; a higher loss at one longer window contradicts;
+    without a context_length table (learned positions) the rows say what they need."""
+    t = context_frames({"stickbreaking": {1: 1.01, 2: 0.95, 4: 0.85}, "ssmax": {1: 1.0, 2: 0.97, 4: 1.06}})
+    stick = check(score_papers.stickbreaking_extrapolates, t)
+    assert stick.verdict == HOLDS and "4× the block: stickbreaking / softmax" in stick.measured
+    assert "without position embeddings" in stick.note
+    ssmax = check(score_papers.ssmax_longer_contexts, t)
+    assert ssmax.verdict == CONTRADICTED and ssmax.lean.startswith("ssmax is not better at 4× the block")
+    plain = check(score_papers.ssmax_longer_contexts, frames(dict(LOSSES, ssmax=LOSSES["softmax"])))
+    assert plain.verdict == "not testable at catalog" and "model.position: none" in plain.interval
 
 
 # ---- the sinks table and the writeup's paragraph

@@ -121,6 +121,10 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
             problems.append(f"train.plateau: patience {plateau['patience']} or min_steps {plateau.get('min_steps', 0)} "
                             f"is not below train.steps {train['steps']} (the ceiling); no cell could stop before it, "
                             "raise train.steps")
+    if train.get("eval_context_multiples") and model.get("position", "learned") != "none":
+        problems.append(f"train.eval_context_multiples: {train['eval_context_multiples']} needs model.position: none; "
+                        "a learned position embedding stops at model.block_size, so the model cannot read a longer "
+                        "window")
     if telemetry["entropy_min_keys"] > model["block_size"]:
         problems.append(f"telemetry.entropy_min_keys: {telemetry['entropy_min_keys']} is larger than "
                         f"model.block_size {model['block_size']}; no row would have that many keys, lower it")

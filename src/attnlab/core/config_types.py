@@ -26,6 +26,7 @@ class ModelConfig:
     kv_heads: int | None = None  # key/value heads shared by groups of query heads: None = heads, 1 = MQA
     attention_impl: str = "dense"  # "dense" (T x T weights) or "blockwise" (keys in blocks, running normaliser)
     attention_block: int = 64  # keys per block of the blockwise path (need not divide block_size)
+    position: str = "learned"  # "learned" (an embedding of block_size positions) or "none"
 
     @property
     def d_head(self) -> int:
@@ -49,6 +50,7 @@ class TrainConfig:
     matmul_precision: str = "float32"  # float32, tf32 or bfloat16 (JAX_PRECISION names JAX's spelling of each)
     eval_whole_split: bool = False  # evaluate on every validation character once instead of eval_batches batches
     plateau: "Plateau | None" = None  # stop at a plateau, steps being the ceiling; None: train exactly steps
+    context_multiples: tuple[int, ...] = ()  # longer windows (x block_size) the best checkpoint is evaluated at
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,7 @@ def model_config(cfg: dict, variant: str, vocab_size: int) -> ModelConfig:
         block_size=m["block_size"], d_ff=m["d_ff"], dropout=float(m["dropout"]), variant=variant,
         a3_embed_dim=m.get("a3_embed_dim"), kv_heads=m.get("kv_heads"),
         attention_impl=m.get("attention_impl", "dense"), attention_block=m.get("attention_block", 64),
+        position=m.get("position", "learned"),
     )
 
 
@@ -92,6 +95,7 @@ def train_config(cfg: dict) -> TrainConfig:
         eval_whole_split=bool(t.get("eval_whole_split", False)),
         plateau=Plateau(int(t["plateau"]["patience"]), float(t["plateau"]["tolerance"]),
                         int(t["plateau"].get("min_steps", 0))) if t.get("plateau") else None,
+        context_multiples=tuple(sorted(int(m) for m in t.get("eval_context_multiples") or ())),
     )
 
 

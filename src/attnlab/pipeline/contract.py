@@ -111,6 +111,11 @@ _TABLES = (
     Table("sinks", "collect", "one contest cell",
           ("variant", "lr", "seed", "sink_rate", "first_key_weight_max", "negative_mass_share", "activation_kurtosis",
            "activation_max")),
+    # Longer contexts than trained on (train.eval_context_multiples, models without position embeddings): the best
+    # checkpoint's loss on the whole validation split in windows of `multiple` x the trained block (multiple 1 is
+    # the trained block itself), and its ratio to the loss at the trained block (vs_trained, 1 + the change).
+    Table("context_length", "collect", "one contest cell and window length",
+          ("variant", "lr", "seed", "multiple", "context_length", "val_loss", "vs_trained")),
     Table("scalars", "collect", "one learned scalar of one contest cell, layer and head",
           ("variant", "seed", "layer", "head", "scalar", "value")),
     Table("a3_gates", "collect", "one contest cell (a3, a3_heads, the baseline), layer and head",

@@ -122,12 +122,16 @@ class Block(nnx.Module):
 
 
 class GPT(nnx.Module):
-    """Token + learned position embeddings, pre-norm blocks, final LayerNorm, linear head."""
+    """Token + learned position embeddings (or none: ModelConfig.position), pre-norm blocks, final LayerNorm,
+    linear head."""
 
     def __init__(self, cfg: ModelConfig, *, rngs: nnx.Rngs):
         self.cfg = cfg
         self.tok_embed = nnx.Embed(cfg.vocab_size, cfg.d_model, rngs=rngs)  # Flax's default initialiser
-        self.pos_embed = nnx.Embed(cfg.block_size, cfg.d_model, rngs=rngs)
+        if cfg.position not in ("learned", "none"):
+            raise ValueError(f"position {cfg.position!r}: expected 'learned' or 'none'")
+        # none: no position embedding; the causal mask alone tells positions apart, and any window length reads
+        self.pos_embed = nnx.Embed(cfg.block_size, cfg.d_model, rngs=rngs) if cfg.position == "learned" else None
         self.blocks = nnx.List([Block(cfg, rngs=rngs) for _ in range(cfg.layers)])
         self.ln_final = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.head = nnx.Linear(cfg.d_model, cfg.vocab_size, rngs=rngs)
@@ -150,7 +154,9 @@ class GPT(nnx.Module):
         (B, T, d_model))). One pass for training, evaluation and the telemetry, so what the telemetry reads is
         what trains; unused outputs cost nothing under jit."""
         length = tokens.shape[1]
-        x = self.tok_embed(tokens) + self.pos_embed(jnp.arange(length))[None]
+        x = self.tok_embed(tokens)
+        if self.pos_embed is not None:
+            x = x + self.pos_embed(jnp.arange(length))[None]
         keys = self._dropout_keys(dropout_key)
         outputs, residuals = [], []
         for layer, block in enumerate(self.blocks):

@@ -18,6 +18,7 @@ from flax import nnx
 from attnlab.core.telemetry_stats import entropy_histograms, summarise
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS
 from attnlab.training import provenance
+from attnlab.training.batches import whole_split_batches
 from attnlab.training.bundle_writer import write_bundle
 from attnlab.training.checkpoint import save_params
 from attnlab.training.model import count_params
@@ -40,6 +41,8 @@ def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: P
     with cell.phases("evaluation"):
         whole = float(evaluate_windows(cell.graphdef, cell.rest, best, cell.whole_x, cell.whole_y,
                                        cell.whole_weight))
+        if cell.tcfg.context_multiples:
+            summary["val_loss_at_context"] = {"1": whole, **longer_context_losses(cell, best)}
     summary["best_val_loss_whole_split"] = whole
     summary["whole_split_chars"] = int(float(cell.whole_weight.sum()) * cell.mcfg.block_size)
     telemetry = {k: v for k, v in arrays.items() if k in ("max_score", "mass", "correct")}
@@ -54,6 +57,19 @@ def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: P
     write_bundle(out, summary, progress.curve, telemetry, attention, lambda d: save_params(d, params), log=cell.log)
     cell.phases.add("writing", time.perf_counter() - started)
     return summary
+
+
+def longer_context_losses(cell, best) -> dict[str, float]:
+    """The best checkpoint's loss on the whole validation split in windows of each train.eval_context_multiples
+    multiple of the block it trained on ({"2": loss, ...}); a model without position embeddings reads any
+    length. Batches shrink by the multiple, so a batch holds as many characters as at the trained block."""
+    losses = {}
+    for multiple in cell.tcfg.context_multiples:
+        length = multiple * cell.mcfg.block_size
+        x, y, weight = whole_split_batches(cell.corpus.val, length, max(1, cell.tcfg.batch_size // multiple),
+                                           cell.bos)
+        losses[str(multiple)] = float(evaluate_windows(cell.graphdef, cell.rest, best, x, y, weight))
+    return losses
 
 
 def bundle_config(cfg: dict, key) -> dict:

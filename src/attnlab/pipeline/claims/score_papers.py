@@ -30,9 +30,12 @@ SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority 
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
 NEEDS = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
 TITLE = "the paper's title"
-LONGER_CONTEXT = ("an evaluation beyond the training block: this model learns one position embedding per position "
-                  "up to block_size (as every variant's cells do here), so no cell can read a longer window; "
-                  "evaluation at 2x and 4x the block is not built")
+LONGER_CONTEXT = ("no cell was evaluated beyond its training block: that needs cells without position embeddings "
+                  "(model.position: none) evaluated at longer windows (train.eval_context_multiples), as "
+                  "config/length.yaml trains them")
+NO_POSITIONS = ("every variant without position embeddings, softmax included (the papers' softmax baselines have "
+                "positional encodings): the loss at each longer window is on the whole validation split in windows "
+                "of that length")
 
 
 def loss_ratio(t, variant: str) -> statistics.Estimate:
@@ -64,19 +67,63 @@ def missing(t, variant: str) -> str:
 # ---- stick-breaking attention and Scalable-Softmax: longer contexts
 
 
+def context_losses(t, variant: str, multiple: int) -> dict[int, float]:
+    """seed -> a variant's contest cell's whole-split loss in windows of `multiple` x its training block."""
+    table = table_of(t, "context_length")
+    if table.empty:
+        return {}
+    rows = table[(table.variant == variant) & (table.multiple.astype(int) == multiple)]
+    return {int(r.seed): float(r.val_loss) for r in rows.itertuples()}
+
+
+def longer_than_trained(t) -> list[int]:
+    """The window multiples beyond the training block this build evaluated at (none: [])."""
+    table = table_of(t, "context_length")
+    return sorted(int(m) for m in set(table.multiple.astype(int)) if m > 1) if not table.empty else []
+
+
+def lower_loss_at_longer_contexts(t, claim: Claim, variant: str, rule: pp.Rule, protocol) -> Claim:
+    """The variant / softmax loss at every longer window, paired by seed: holds when each ratio's interval is
+    below 1, contradicted when one is above it."""
+    multiples = longer_than_trained(t)
+    why = missing(t, variant)
+    ratios = {m: statistics.paired(context_losses(t, variant, m), context_losses(t, BASELINE, m), ratio=True)
+              for m in multiples}
+    if why or not multiples or not all(e.n for e in ratios.values()):
+        return untestable(claim, protocol, why or LONGER_CONTEXT)
+    trained = statistics.paired(context_losses(t, variant, 1), context_losses(t, BASELINE, 1), ratio=True)
+    claim.measured = "; ".join([f"{m}× the block: {variant} / {BASELINE} {describe(e, pct)}"
+                                for m, e in ratios.items()]
+                               + [f"at the trained block {describe(trained, pct)}"])
+    claim.note = "; ".join([lrs_note(t, variant, BASELINE), NO_POSITIONS])
+    verdict = every(*(one_sided(e, 1.0, above=False) for e in ratios.values()))
+    judged(claim, verdict, {f"{m}x": e for m, e in ratios.items()}, pct)
+    worst = max(ratios, key=lambda m: ratios[m].mean)
+    return at_protocol(claim, protocol, pp.conditions(t, rule, [variant, BASELINE]),
+                       f"{variant} is not better at {worst}× the block: {pct(ratios[worst].mean)}")
+
+
+STICKBREAKING_RULE = pp.Rule(
+    "Scaling Stick-Breaking Attention", "stickbreaking / softmax validation loss at each window longer than the "
+    "training block (2x and 4x), paired by contest seed", "every ratio below 1",
+    "'extrapolates better' read as a lower loss than softmax at every longer window", NEEDS, speaker=TITLE)
+SSMAX_RULE = pp.Rule(
+    "Scalable-Softmax Is Superior for Attention", "ssmax / softmax validation loss at each window longer than the "
+    "training block (2x and 4x), paired by contest seed", "every ratio below 1",
+    "the paper's lower loss at longer contexts than trained on", NEEDS, speaker=TITLE)
+
+
 def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
     claim = Claim(STICKBREAKING_PAPER, "stick-breaking attention, trained at one context length, extrapolates to "
-                  "longer ones better than softmax",
-                  "stickbreaking − softmax validation loss at 2x and 4x the training block, paired by seed",
-                  "–", "qualitative (Tan et al. 2024, arXiv:2410.17980)", "")
-    return untestable(claim, protocol, LONGER_CONTEXT)
+                  "longer ones better than softmax", STICKBREAKING_RULE.text(), "–",
+                  "qualitative (Tan et al. 2024, arXiv:2410.17980)", "")
+    return lower_loss_at_longer_contexts(t, claim, "stickbreaking", STICKBREAKING_RULE, protocol)
 
 
 def ssmax_longer_contexts(t, pub, protocol) -> Claim:
     claim = Claim(SSMAX_PAPER, "Scalable-Softmax gives a lower loss than softmax at contexts longer than trained on",
-                  "ssmax − softmax validation loss at 2x and 4x the training block, paired by seed",
-                  "–", "qualitative (Nakanishi 2025, arXiv:2501.19399)", "")
-    return untestable(claim, protocol, LONGER_CONTEXT)
+                  SSMAX_RULE.text(), "–", "qualitative (Nakanishi 2025, arXiv:2501.19399)", "")
+    return lower_loss_at_longer_contexts(t, claim, "ssmax", SSMAX_RULE, protocol)
 
 
 # ---- selective attention: unequal sizes on purpose
@@ -120,6 +167,14 @@ def sink_heads(t, variant: str) -> tuple[int, int, dict[int, float]]:
     return sum(round(rate * pairs) for rate in rates.values()), pairs * len(rates), rates
 
 
+def first_key(t) -> str:
+    """What the first key of a window is in this build: the beginning-of-sequence token (data.bos) or not."""
+    runs = table_of(t, "runs")
+    with_token = "config.data.bos" in runs and runs["config.data.bos"].astype(str).eq("True").all()
+    return ("every window's first key is the beginning-of-sequence token" if with_token else
+            "a head's first key is whichever character starts its window (no beginning-of-sequence token)")
+
+
 def softpick_no_sinks(t, pub, protocol) -> Claim:
     claim = Claim(SOFTPICK_PAPER, "Softpick has no attention sinks, at no loss cost", SOFTPICK_RULE.text(), "–",
                   "no sinks (Zuhri et al. 2025, arXiv:2504.20966)", "")
@@ -132,8 +187,7 @@ def softpick_no_sinks(t, pub, protocol) -> Claim:
     claim.measured = (f"sink heads {k} of {n} layer × head pairs over {len(rates)} seeds"
                       + (f" ({BASELINE}: {base_k} of {base_n})" if base_n else "")
                       + f"; loss softpick / {BASELINE} {describe(loss, pct)}")
-    claim.note = "; ".join([lrs_note(t, "softpick", BASELINE), "a head's first key is whichever character starts "
-                            "its window (no beginning-of-sequence character); heads are pooled over seeds as "
+    claim.note = "; ".join([lrs_note(t, "softpick", BASELINE), first_key(t), "heads are pooled over seeds as "
                             "independent trials, though one model's heads share its training"])
     sinks = below_share(k, n, SINK_SHARE)
     judged(claim, every(sinks, no_loss_cost(loss)), {"loss ratio": loss}, pct)

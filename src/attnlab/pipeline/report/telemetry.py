@@ -131,6 +131,19 @@ def sinks_results(sinks: pd.DataFrame, claims_table: pd.DataFrame) -> str:
     return " ".join(text)
 
 
+def context_results(context: pd.DataFrame) -> str:
+    """How each variant's loss changes from the trained window to the longest one it was evaluated at."""
+    if context.empty:
+        return ("This build evaluates no model beyond its training block (its models have learned position "
+                "embeddings, which stop at the block).")
+    longest = int(context.multiple.max())
+    at = context[context.multiple == longest].groupby("variant", sort=False)
+    change = (at.vs_trained.mean() - 1).sort_values()
+    loss = at.val_loss.mean()
+    return (f"At {longest}× the trained block, from the smallest change to the largest: "
+            + ", ".join(f"{v} {percent(c)} ({loss[v]:.4f} nats/char)" for v, c in change.items()) + ".")
+
+
 # ---- yat_b's learned scalars
 
 

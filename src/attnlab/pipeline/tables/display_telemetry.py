@@ -97,6 +97,19 @@ def sinks_display(sinks: pd.DataFrame) -> pd.DataFrame:
     })
 
 
+def context_display(context: pd.DataFrame) -> pd.DataFrame:
+    """Per variant and window length: the loss (mean ± std over seeds) and its change from the trained window."""
+    stats = context.groupby(["variant", "multiple", "context_length"], sort=False).agg(
+        seeds=("seed", "nunique"), loss=("val_loss", "mean"), loss_std=("val_loss", lambda x: x.std(ddof=0)),
+        change=("vs_trained", "mean")).reset_index()
+    return pd.DataFrame({
+        "variant": stats.variant,
+        "window": [f"{int(m)}× ({int(n)} characters)" for m, n in zip(stats.multiple, stats.context_length)],
+        "seeds": stats.seeds, "validation loss": mean_pm(stats["loss"], stats["loss_std"], digits=4),
+        "change from the trained window": (stats.change - 1).map(percent),
+    })
+
+
 def scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
     """Per learned scalar: its init and its seed means per layer and head, summarised (min, mean, max, the
     largest move from init)."""
@@ -144,7 +157,7 @@ def a3_layers_display(layers: pd.DataFrame) -> pd.DataFrame:
 
 
 DISPLAYS = {"score_scale": score_display, "mass_auroc": auroc_display, "entropy": entropy_display,
-            "sinks": sinks_display,
+            "sinks": sinks_display, "context_length": context_display,
             "scalars": scalars_display, "a3_gates": gates_display, "a3_init": a3_init_display,
             "a3_vs_softmax_entropy": a3_layers_display}
 DETAILS = {"mass_auroc": auroc_per_seed}

@@ -30,6 +30,7 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
     grid = ContestGrid.of(grid)
     contest = {v: [bundles[p] for p in trained(contest_cells(runs, grid, v)).path] for v in grid.variants}
     score_rows, auroc_rows, entropy_rows, sink_rows, scalar_rows, gate_rows = [], [], [], [], [], []
+    context_rows = []
     for variant, cells in contest.items():
         for b in cells:
             tel, cell = b["telemetry"], {"variant": variant, "lr": float(b["lr"]), "seed": b["seed"]}
@@ -47,6 +48,7 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
                                   "first_key_weight_max": float(np.max(tel["first_key_weight_per_layer_head"])),
                                   **{k: tel[k] for k in ("negative_mass_share", "activation_kurtosis",
                                                          "activation_max")}})
+            context_rows += context_length_rows(cell, b)
             ent = tel["entropy"]
             entropy_rows.append({**cell, "mean": ent["mean"], SHARE_SHARP: ent["share_sharp"],
                                  SHARE_DIFFUSE: ent["share_diffuse"]})
@@ -69,11 +71,25 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
         "mass_auroc": pd.DataFrame(auroc_rows, columns=contract.columns("mass_auroc")),
         "entropy": pd.DataFrame(entropy_rows, columns=contract.columns("entropy")),
         "sinks": pd.DataFrame(sink_rows, columns=contract.columns("sinks")),
+        "context_length": pd.DataFrame(context_rows, columns=contract.columns("context_length")),
         "scalars": pd.DataFrame(scalar_rows, columns=contract.columns("scalars")),
         "a3_gates": gates[gates.variant.isin(GATE_VARIANTS)],
         "a3_init": a3_init_table(contest),
         "a3_vs_softmax_entropy": a3_vs_softmax_table(contest),
     }
+
+
+def context_length_rows(cell: dict, bundle: dict) -> list[dict]:
+    """One row per window length a cell was evaluated at (bundle.json's val_loss_at_context: none for a cell
+    without train.eval_context_multiples)."""
+    losses = bundle.get("val_loss_at_context") or {}
+    if not losses:
+        return []
+    trained_at = losses.get("1")
+    block = int(bundle["config"]["model"]["block_size"])
+    return [{**cell, "multiple": int(m), "context_length": int(m) * block, "val_loss": float(loss),
+             "vs_trained": float(loss) / float(trained_at) if trained_at else np.nan}
+            for m, loss in sorted(losses.items(), key=lambda item: int(item[0]))]
 
 
 def a3_init_table(contest: dict[str, list[dict]]) -> pd.DataFrame:
