@@ -206,3 +206,13 @@ def test_a_build_on_a_gpu_runs_at_most_jobs_per_gpu_training_jobs_at_once(tmp_pa
         assert not any("gpu" in line for line in provided)
     else:
         assert provided and re.search(rf"gpu\W+(?:Resource\(\W*gpu\W+)?{limit}\b", provided[0]), provided
+
+
+def test_the_catalogs_study_of_twice_the_heads_feeds_the_ledger(workspace):
+    """The catalog's study `heads` (softmax with twice the heads): its cells' table is an input of the ledger and
+    among the optional tables the ledger reads, so the selective-attention row can compare with it."""
+    plan = Plan(config_file(workspace, "catalog"), SRC)
+    assert "heads" in plan.studies and plan.heads_tables == [str(paths.study_runs("heads"))]
+    assert "runs_heads" in plan.ledger_optional and "runs_heads" in plan.optional_tables
+    assert plan.config["studies"][0]["model"]["heads"] == 2 * plan.config["model"]["heads"]
+    assert Plan(config_file(workspace), SRC).heads_tables == []

@@ -26,6 +26,7 @@ rule ledger:
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
         rounds=PLAN.rounds_tables,
+        heads=PLAN.heads_tables,
     output:
         ledger=PLAN.ledger,
     log:

@@ -25,6 +25,7 @@ from attnlab.core.schema import schema
 
 CONTEST, SWEEP = "contest", "sweep"
 LADDER = "ladder"  # the study that is the scale ladder: it also gets the ladder's tables, figures and ledger rows
+TWICE_THE_HEADS = "heads"  # the study of softmax with more heads that the ledger's selective-attention row reads
 BUILT_IN = (CONTEST, SWEEP)
 SECTIONS = ("model", "train")  # the only config sections a study may override
 CONTEST_LRS = "contest"  # a study's `lrs` that means each variant's contest LR

@@ -182,9 +182,9 @@ _TABLES = (
 TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
 LEDGER = "ledger"  # the claims ledger's own table
-# Tables the ledger reads where the build ran that study (the composability study, the scale ladder) or added
-# seeds until decided (seed_rounds).
-LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds")
+# Tables the ledger reads where the build ran that study (the composability study, the scale ladder, the study
+# `heads`'s cells: runs_heads) or added seeds until decided (seed_rounds).
+LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads")
 
 
 def written_by(step: str) -> tuple[str, ...]:

@@ -129,12 +129,51 @@ def ssmax_longer_contexts(t, pub, protocol) -> Claim:
 # ---- selective attention: unequal sizes on purpose
 
 
+SELECTIVE_RULE = pp.Rule(
+    "Selective Attention Improves Transformer", "selective / softmax with twice the heads (the study `heads`, "
+    "at the same model width, so each head half as wide), best validation loss paired by contest seed, each at "
+    "its contest LR",
+    f"the ratio within {2 - SAME_LOSS:.2f}–{SAME_LOSS:.2f}: 'as well as', this project's loss margin both ways",
+    "the paper's 'performs as well as standard transformers with about twice the heads'", NEEDS, speaker=TITLE)
+NO_TWICE = ("no softmax cells with twice the heads: a study named `heads` setting model.heads to twice the "
+            "config's, for softmax, at the contest's seeds (as config/catalog.yaml has)")
+
+
+def twice_the_heads(t) -> tuple[dict[int, float], int | None]:
+    """seed -> best validation loss of the study `heads`'s softmax cells (diverged ones left out), and their
+    heads."""
+    runs = table_of(t, "runs_heads")
+    if runs.empty or "variant" not in runs:
+        return {}, None
+    rows = runs[(runs.variant == BASELINE) & ~runs.diverged.astype(str).eq("True")]
+    heads = int(rows["config.model.heads"].iloc[0]) if len(rows) and "config.model.heads" in rows else None
+    return {int(r.seed): float(r.best_val_loss) for r in rows.itertuples()}, heads
+
+
 def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
     claim = Claim(SELECTIVE_PAPER, "selective attention matches softmax with about twice the heads (a comparison "
-                  "of unequal sizes on purpose)",
-                  "selective − softmax with twice the heads and parameters, best validation loss paired by seed",
-                  "–", "qualitative (Leviathan et al. 2024, arXiv:2410.02703)", "")
-    return untestable(claim, protocol, "a softmax cell with twice the heads (a study of its own) is not built")
+                  "of unequal sizes on purpose)", SELECTIVE_RULE.text(), "–",
+                  "qualitative (Leviathan et al. 2024, arXiv:2410.02703)", "")
+    why = missing(t, "selective")
+    twice, heads = twice_the_heads(t)
+    runs = table_of(t, "runs")
+    own = runs[runs.variant == "selective"] if "variant" in runs else runs
+    own_heads = int(own["config.model.heads"].iloc[0]) if len(own) and "config.model.heads" in own else None
+    if why or not twice:
+        return untestable(claim, protocol, why or NO_TWICE)
+    if heads is not None and own_heads is not None and heads != 2 * own_heads:
+        return untestable(claim, protocol, f"the study `heads` trains softmax with {heads} heads, not twice "
+                                           f"selective's {own_heads}")
+    ratio = statistics.paired(contest_losses(t, "selective"), twice, ratio=True)
+    claim.measured = (f"selective ({own_heads} heads) / {BASELINE} ({heads} heads) {describe(ratio, pct)}; "
+                      f"against {BASELINE} with its own {own_heads} heads {describe(loss_ratio(t, 'selective'), pct)}")
+    claim.note = "; ".join([lrs_note(t, "selective", BASELINE), "the softmax with twice the heads trains at "
+                            "softmax's contest LR; the model's width is fixed, so its heads are half as wide and "
+                            "it has the same parameter count, where the paper's wider heads add parameters"])
+    verdict = statistics.in_range(ratio, 2 - SAME_LOSS, SAME_LOSS)
+    judged(claim, verdict, {"loss ratio": ratio}, pct)
+    return at_protocol(claim, protocol, pp.conditions(t, SELECTIVE_RULE, ["selective", BASELINE]),
+                       f"selective is not within 1% of softmax with twice the heads: {pct(ratio.mean)}")
 
 
 # ---- Softpick: no attention sinks

@@ -34,6 +34,7 @@ from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corp
 
 TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
+TWICE_THE_HEADS = studies_mod.TWICE_THE_HEADS
 COMPOSABILITY = "composability"
 PUBLISHED = Path("attnlab") / "pipeline" / "published.yaml"  # under src/: the protocol the posts published at
 
@@ -88,8 +89,11 @@ class Plan:
         self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
         self.build_manifest = str(paths.table("build", "json"))
         self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
+        # the study `heads`'s cells, which the ledger's selective-attention row reads
+        self.heads_tables = [str(paths.study_runs(TWICE_THE_HEADS))] if TWICE_THE_HEADS in self.studies else []
         self.optional_tables = sorted(set(
             ([COMPOSABILITY] if self.composability else []) + [Path(t).stem for t in self.rounds_tables]
+            + [Path(t).stem for t in self.heads_tables]
             + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
             + [paths.study_file(name) for name in self.studies]))
         self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
