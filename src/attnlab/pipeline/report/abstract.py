@@ -119,7 +119,8 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
                  f"improving, each variant at its own best LR, to judge these claims on a 2-core machine: about "
                  f"{SETTLE_MINUTES} minutes for its six seeds, then up to two more seeds a variant while a "
-                 f"comparison is undecided (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
+                 f"comparison is undecided and within the budget's reach (<code>snakemake --cores all "
+                 f"--configfile config/{SETTLE_CONFIG}.yaml"
                  "</code>; its measured ledger is in the changelog).")
     leaning = {}
     for r in rows.itertuples():
