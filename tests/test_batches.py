@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from attnlab.core.corpus import load_corpus
+from attnlab.core.corpus import BOS_GLYPH, load_corpus
 from attnlab.training.batches import held_out_batches, map_window, slice_batch, stream_offsets, train_offsets
 from attnlab.training.schedule import snapshot_steps
 
@@ -103,4 +103,4 @@ def test_a_beginning_of_sequence_token_opens_every_window_from_the_same_offsets(
     window = map_window(corpus.val, 128, bos=bos)
     assert window[0] == bos and len(window) == 128
     np.testing.assert_array_equal(window[1:], map_window(corpus.val, 128)[:-1])
-    assert corpus.decode(window)[0] == "\u2402" and corpus.decode(window)[1:] == corpus.decode(window[1:])
+    assert corpus.decode(window)[0] == BOS_GLYPH and corpus.decode(window)[1:] == corpus.decode(window[1:])

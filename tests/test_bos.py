@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from attnlab.core.config import cell_slice, validate_config
+from attnlab.core.corpus import BOS_GLYPH
 from attnlab.core.config_types import bos_token, model_config
 from attnlab.training.params import parameter_counts
 
@@ -35,8 +36,44 @@ def test_the_token_adds_one_embedding_row_and_one_head_output(smoke_config):
     assert set(grown.values()) == {2 * d_model + 1}  # an embedding row, a head column and its bias
 
 
+def test_the_training_loop_feeds_the_token_first_alone_and_in_a_pack():
+    """The compiled training chunk (one cell, and a vmapped pack of cells) computes each step's loss on the
+    token-first windows: its first step's loss is the loss of those windows built by hand, not of the plain ones."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+    from flax import nnx
+
+    from attnlab.core.config_types import ModelConfig
+    from attnlab.training.batches import slice_batch
+    from attnlab.training.model import GPT
+    from attnlab.training.steps import dropout_key, loss_fn, train_chunk, train_chunks
+
+    chars, block, batch = 12, 8, 3
+    model = GPT(ModelConfig(vocab_size=chars + 1, d_model=16, layers=1, heads=2, block_size=block, d_ff=32,
+                            dropout=0.0, variant="softmax"), rngs=nnx.Rngs(params=0))
+    graphdef, params, rest = nnx.split(model, nnx.Param, ...)
+    optimizer = optax.adamw(1e-3)
+    tokens = jnp.asarray(np.random.default_rng(0).integers(0, chars, 200), dtype=jnp.int32)
+    offsets = jnp.asarray(np.random.default_rng(1).integers(0, 200 - block - 1, (2, batch)), dtype=jnp.int32)
+    seed = jnp.asarray(0, dtype=jnp.uint32)
+    first = {}
+    for bos in (chars, None):
+        fresh = jax.tree.map(jnp.copy, params)  # the chunk donates (consumes) the parameters it is given
+        _, _, losses = train_chunk(graphdef, rest, optimizer, fresh, optimizer.init(fresh), tokens, offsets, seed,
+                                   0, 1, block_size=block, bos=bos)
+        x, y = slice_batch(tokens, offsets[0], block, bos)
+        first[bos] = float(loss_fn(params, graphdef, rest, x, y, dropout_key(seed, 0)))
+        assert float(losses[0]) == pytest.approx(first[bos], rel=1e-5)
+    assert first[chars] != pytest.approx(first[None], rel=1e-4)
+    stacked = jax.tree.map(lambda a: jnp.stack([a, a]), (params, optimizer.init(params)))
+    _, _, pack_losses = train_chunks(graphdef, rest, optimizer, *stacked, tokens, jnp.stack([offsets, offsets]),
+                                     jnp.stack([seed, seed]), 0, 1, block_size=block, bos=chars)
+    assert np.allclose(np.asarray(pack_losses[:, 0]), first[chars], rtol=1e-5)
+
+
 def test_a_cell_trains_with_the_token_first_in_every_window_and_its_map(tiny_cfg, small_corpus, tmp_path):
-    """A tiny cell with data.bos: the stored window starts with the token (read back as ␂), and the same cell
+    """A tiny cell with data.bos: the stored window starts with the token (read back as ⇤), and the same cell
     without it trains other numbers from the same stream."""
     from attnlab.core.cell_key import CellKey
     from attnlab.training.train import run_cell
@@ -50,5 +87,5 @@ def test_a_cell_trains_with_the_token_first_in_every_window_and_its_map(tiny_cfg
     opened = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "bos", log=lambda *_: None)
     assert opened["config"]["data"]["bos"] is True
     attention = np.load(tmp_path / "bos" / "attention.npz")
-    assert str(attention["text"])[0] == "\u2402" and int(attention["tokens"][0]) == 16  # 16 characters, then BOS
+    assert str(attention["text"])[0] == BOS_GLYPH and int(attention["tokens"][0]) == 16  # 16 characters, then BOS
     assert np.isfinite(opened["best_val_loss"]) and opened["best_val_loss"] != pytest.approx(plain["best_val_loss"])

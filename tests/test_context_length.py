@@ -47,6 +47,7 @@ def test_the_defaults_change_no_cell_and_longer_windows_need_no_position_embeddi
     longer = with_context(smoke_config, "none", [4, 2])
     assert cell_slice(longer)["model"]["position"] == "none"
     assert train_config(longer).context_multiples == (2, 4)
+    assert cell_slice(longer) == cell_slice(with_context(smoke_config, "none", [2, 4]))  # one cell, any order
     assert model_config(longer, "softmax", 65).position == "none"
     with pytest.raises(ConfigError, match=r"eval_context_multiples.*needs model\.position: none"):
         with_context(smoke_config, None, [2])
@@ -71,3 +72,19 @@ def test_a_cell_records_its_loss_at_each_longer_window_and_the_table_reads_it(ti
     block = cfg["model"]["block_size"]
     assert [(r["multiple"], r["context_length"]) for r in rows] == [(1, block), (2, 2 * block), (4, 4 * block)]
     assert rows[0]["vs_trained"] == 1.0 and rows[2]["vs_trained"] == pytest.approx(losses["4"] / losses["1"])
+
+
+def test_longer_windows_the_validation_split_cannot_hold_are_refused_before_training(tiny_cfg, small_corpus,
+                                                                                    tmp_path):
+    from attnlab.core.cell_key import CellKey
+    from attnlab.core.corpus import CorpusError
+    from attnlab.training.train import run_cell
+
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    cfg["model"]["position"] = "none"
+    cfg["train"].update(steps=4, eval_every=2, eval_context_multiples=[2, 10_000])
+    with pytest.raises(CorpusError, match=r"eval_context_multiples 10000 x block_size .* drop that multiple"):
+        run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
+    assert not (tmp_path / "out" / "bundle.json").exists()

@@ -253,3 +253,10 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert "Cog attention's signed weights train at least as well as softmax: holds" in text
     assert "4 of the papers' 6 claims are not testable at this build" in text  # no activation telemetry here
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
+
+
+def test_a_heads_study_of_several_head_counts_is_not_read_as_one():
+    t = heads_frames(0.99)
+    t["runs_heads"] = pd.concat([t["runs_heads"], t["runs_heads"].assign(**{"config.model.heads": 16})])
+    row = check(score_papers.selective_matches_twice_the_heads, t)
+    assert row.verdict == "not testable at catalog" and "2 head counts" in row.interval

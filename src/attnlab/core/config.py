@@ -62,6 +62,7 @@ def validate_config(raw: dict, source: str = "config", node_schema: dict | None 
     if errors:
         raise ConfigError(f"{source}: " + "; ".join(_describe(e) for e in errors))
     _resolve_sweep_seeds(cfg["sweep"], seed_given, source)
+    cfg["train"]["eval_context_multiples"] = sorted(cfg["train"]["eval_context_multiples"])  # one cell, any order
     check_semantics(cfg, source)
     check_bounds(cfg, source)
     study_checks.check_studies(cfg, _check_point, source)

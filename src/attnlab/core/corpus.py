@@ -23,7 +23,7 @@ CORPUS_ENV = "ATTNLAB_CORPUS"
 MAX_CORPUS_BYTES = 1 << 30  # a corpus without a checksum is refused past 1 GiB: it is read whole
 
 
-BOS_GLYPH = "\u2402"  # '␂', the symbol for start of text: how a window's beginning-of-sequence token reads
+BOS_GLYPH = "\u21e4"  # '⇤' (in DejaVu Sans, which the figures use): how a window's beginning-of-sequence token reads
 
 
 class CorpusError(RuntimeError):
@@ -43,7 +43,7 @@ class Corpus:
 
     def decode(self, ids) -> str:
         """The characters of these ids; the beginning-of-sequence token (one past the vocabulary) as BOS_GLYPH."""
-        return "".join(self.vocab[int(i)] if int(i) < len(self.vocab) else BOS_GLYPH for i in ids)
+        return "".join(BOS_GLYPH if int(i) == len(self.vocab) else self.vocab[int(i)] for i in ids)
 
 
 def sha256_of(data: bytes) -> str:
@@ -172,8 +172,10 @@ def encode_ids(text: str, vocab: str) -> np.ndarray:
     return np.searchsorted(vocab_codes, codes).astype(np.int32)
 
 
-def check_fits(corpus: Corpus, block_size: int, batch_size: int, window_offset: int | None = None) -> None:
-    """Refuse a corpus, block, batch or window the splits cannot supply, naming the key."""
+def check_fits(corpus: Corpus, block_size: int, batch_size: int, window_offset: int | None = None,
+               longest_multiple: int = 1) -> None:
+    """Refuse a corpus, block, batch or window the splits cannot supply, naming the key (longest_multiple: the
+    largest train.eval_context_multiples, whose windows the validation split must hold too)."""
     if corpus.vocab_size < 2:
         raise CorpusError(f"the corpus has {corpus.vocab_size} distinct character(s); next-character prediction "
                           "needs at least 2. Point data.path at a real text corpus")
@@ -183,6 +185,12 @@ def check_fits(corpus: Corpus, block_size: int, batch_size: int, window_offset: 
                 f"model.block_size {block_size} needs at least {block_size + 2} {name} characters, the split has "
                 f"{len(split)}; lower block_size, change data.train_fraction or use a larger corpus"
             )
+    longest = longest_multiple * block_size
+    if longest_multiple > 1 and len(corpus.val) < longest + 2:
+        raise CorpusError(
+            f"train.eval_context_multiples {longest_multiple} x block_size {block_size} needs windows of {longest} "
+            f"validation characters, the split has {len(corpus.val)}; drop that multiple or lower block_size"
+        )
     if window_offset is not None and window_offset + block_size > len(corpus.val):
         raise CorpusError(
             f"telemetry.window_offset {window_offset} + block_size {block_size} runs past the validation split "

@@ -109,7 +109,8 @@ class Cell:
         self.corpus = load_corpus(corpus_path, cfg["data"]["train_fraction"], cfg["data"].get("sha256"))
         self.mcfg = model_config(cfg, self.variant, self.corpus.vocab_size)
         self.bos = bos_token(cfg, self.corpus.vocab_size)
-        check_fits(self.corpus, self.mcfg.block_size, self.tcfg.batch_size, self.telemetry.window_offset)
+        check_fits(self.corpus, self.mcfg.block_size, self.tcfg.batch_size, self.telemetry.window_offset,
+                   max(self.tcfg.context_multiples, default=1))
         self.plan = schedule(self.tcfg.steps, self.tcfg.eval_every, self.tcfg.checkpoint_every,
                              self.telemetry.snapshot_fractions)
         self.stops = sorted(set(self.plan["eval"]) | set(self.plan["snapshot"]) | set(self.plan["checkpoint"]))

@@ -139,15 +139,21 @@ NO_TWICE = ("no softmax cells with twice the heads: a study named `heads` settin
             "config's, for softmax, at the contest's seeds (as config/catalog.yaml has)")
 
 
-def twice_the_heads(t) -> tuple[dict[int, float], int | None]:
-    """seed -> best validation loss of the study `heads`'s softmax cells (diverged ones left out), and their
-    heads."""
+def twice_the_heads(t) -> tuple[dict[int, float], int | None, str]:
+    """seed -> best validation loss of the study `heads`'s softmax cells (diverged ones left out), their heads,
+    and why they cannot be read ('' when they can): one heads value at one LR, or the seeds would be ambiguous."""
     runs = table_of(t, "runs_heads")
     if runs.empty or "variant" not in runs:
-        return {}, None
-    rows = runs[(runs.variant == BASELINE) & ~runs.diverged.astype(str).eq("True")]
-    heads = int(rows["config.model.heads"].iloc[0]) if len(rows) and "config.model.heads" in rows else None
-    return {int(r.seed): float(r.best_val_loss) for r in rows.itertuples()}, heads
+        return {}, None, NO_TWICE
+    rows = runs[runs.variant == BASELINE]
+    heads = sorted(set(rows["config.model.heads"].astype(int))) if "config.model.heads" in rows else []
+    lrs = sorted(set(rows.lr.astype(float))) if "lr" in rows else []
+    if len(heads) > 1 or len(lrs) > 1:
+        return {}, None, (f"the study `heads` trains {BASELINE} at {len(heads)} head counts and {len(lrs)} LRs; the "
+                          "row compares with one (twice the config's heads, at softmax's contest LR)")
+    healthy = rows[~rows.diverged.astype(str).eq("True")]
+    losses = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
+    return losses, (heads[0] if heads else None), "" if losses else NO_TWICE
 
 
 def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
@@ -155,12 +161,12 @@ def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
                   "of unequal sizes on purpose)", SELECTIVE_RULE.text(), "–",
                   "qualitative (Leviathan et al. 2024, arXiv:2410.02703)", "")
     why = missing(t, "selective")
-    twice, heads = twice_the_heads(t)
+    twice, heads, unread = twice_the_heads(t)
     runs = table_of(t, "runs")
     own = runs[runs.variant == "selective"] if "variant" in runs else runs
     own_heads = int(own["config.model.heads"].iloc[0]) if len(own) and "config.model.heads" in own else None
-    if why or not twice:
-        return untestable(claim, protocol, why or NO_TWICE)
+    if why or unread:
+        return untestable(claim, protocol, why or unread)
     if heads is not None and own_heads is not None and heads != 2 * own_heads:
         return untestable(claim, protocol, f"the study `heads` trains softmax with {heads} heads, not twice "
                                            f"selective's {own_heads}")

@@ -183,8 +183,8 @@ def rounds_text(rounds: pd.DataFrame) -> str:
     ended = {"decided": "every comparison the rule reads was decided",
              "budget spent": "the budget was spent with a comparison still undecided",
              "out of reach": ("every comparison still undecided was out of the budget's reach (at its observed "
-                              "spread it would need more than twice the budget's seeds), so no round was added "
-                              "for it")}.get(last.outcome, last.outcome)
+                              "spread it would need more seeds than contest.rounds.reach times the budget), so "
+                              "no round was added for it")}.get(last.outcome, last.outcome)
     return (f"The contest's seeds were added until decided: {int(last.n_seeds)} seeds per variant in "
             f"{int(last['round']) + 1} rounds, of a budget of {int(last.max_seeds)}; after the last round, {ended}. "
             f"Every interval over the contest's seeds (its tables and the ledger) is {last.method}, which stays "

@@ -134,8 +134,8 @@ def sinks_results(sinks: pd.DataFrame, claims_table: pd.DataFrame) -> str:
 def context_results(context: pd.DataFrame) -> str:
     """How each variant's loss changes from the trained window to the longest one it was evaluated at."""
     if context.empty:
-        return ("This build evaluates no model beyond its training block (its models have learned position "
-                "embeddings, which stop at the block).")
+        return ("This build evaluates no model beyond its training block (that needs models without position "
+                "embeddings, model.position none, and train.eval_context_multiples).")
     longest = int(context.multiple.max())
     at = context[context.multiple == longest].groupby("variant", sort=False)
     change = (at.vs_trained.mean() - 1).sort_values()

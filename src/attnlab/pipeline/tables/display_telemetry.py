@@ -104,7 +104,7 @@ def context_display(context: pd.DataFrame) -> pd.DataFrame:
         change=("vs_trained", "mean")).reset_index()
     return pd.DataFrame({
         "variant": stats.variant,
-        "window": [f"{int(m)}× ({int(n)} characters)" for m, n in zip(stats.multiple, stats.context_length)],
+        "window": [f"{int(m)}× ({int(n)} positions)" for m, n in zip(stats.multiple, stats.context_length)],
         "seeds": stats.seeds, "validation loss": mean_pm(stats["loss"], stats["loss_std"], digits=4),
         "change from the trained window": (stats.change - 1).map(percent),
     })
