@@ -119,6 +119,38 @@ def test_a_comparison_out_of_the_budgets_reach_asks_for_no_round():
         assert states["softmax − a3"] == "decided" and both["outcome"] == "out of reach"
 
 
+def test_the_rule_reads_the_score_scale_and_the_entropy_gap_where_the_bundles_have_them():
+    """The kernel's largest score against softmax's (decided once the interval clears 100x) and yat_b's entropy
+    against softmax's (against 0) are read like the losses; a spread score ratio near 100x asks for a round, a
+    clear one does not; without telemetry values neither comparison is read."""
+    rng = np.random.default_rng(7)
+    seeds = range(6)
+    cfg = config(seeds=seeds, max_seeds=8, variants=("softmax", "yat", "yat_b"))
+    cfg["contest"]["rounds"]["reach"] = None
+    made = losses(rng, seeds, {"yat": -1.9 * 0.015, "a3": 0.0, "softmax_t": 0.0}, spread=0.001)
+    made["yat_b"] = dict(made["yat"])
+
+    def telemetry(score_ratio: float, spread: float) -> dict:
+        scores = {"softmax": {s: 20.0 for s in seeds},
+                  "yat": {s: 20.0 * score_ratio * math.exp(spread * rng.standard_normal()) for s in seeds}}
+        entropy = {"softmax": {s: 0.5 for s in seeds}, "yat_b": {s: 0.7 + 0.01 * rng.standard_normal() for s in seeds}}
+        return {planned.LARGEST_SCORE: scores, planned.ENTROPY: entropy}
+
+    clear = rounds.decide(made, cfg, 0, telemetry(1000.0, 0.1))
+    rows = {r["label"]: r for r in clear["comparisons"]}
+    assert rows["yat / softmax largest score"]["state"] == "decided"
+    assert rows["yat / softmax largest score"]["quantity"] == planned.LARGEST_SCORE
+    assert rows["yat_b − softmax entropy"]["state"] == "decided"
+    close = rounds.decide(made, cfg, 0, telemetry(150.0, 1.0))
+    close_rows = {r["label"]: r for r in close["comparisons"]}
+    assert close_rows["yat / softmax largest score"]["state"] == "undecided" and close["next_seeds"] == [6, 7]
+    plain = rounds.decide(made, cfg, 0)
+    assert {r["quantity"] for r in plain["comparisons"]} == {planned.LOSS}
+    from attnlab.pipeline.report.contest import rounds_text
+    assert "yat / softmax largest score [" in rounds_text(rounds.table([close])) and "×, " in rounds_text(
+        rounds.table([close]))
+
+
 def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
     """statistics.paired, which every claim reads, gives exactly confidence_sequence.interval (whose coverage
     under the adding rule test_confidence_sequence measures) and says so in its text; outside, the t-interval."""

@@ -34,6 +34,9 @@ SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
 # The kernel post's quality gap, "about 1%" around its own 1.1–1.4%: kernel / baseline − 1 within this band (the
 # ledger's check, attnlab.pipeline.claims.kernel_post, and the rule that adds seeds, attnlab.pipeline.plan.rounds).
 KERNEL_GAP_BAND = (0.005, 0.025)
+# "Orders of magnitude" (plural): the kernel's largest score at least this many times softmax's (the ledger's check,
+# attnlab.pipeline.claims.kernel_post_scores, and the rule that adds seeds).
+ORDERS_OF_MAGNITUDE = 100.0
 TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")  # the a3_vs_temperature table's arms, against the baseline
 DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same table
 
@@ -172,6 +175,7 @@ _TABLES = (
     Table("seed_rounds", "rounds", "one round of seeds and one comparison the rule reads",
           ("round", "n_seeds", "seeds", "comparison", "first", "second", "ratio", "thresholds", "n_paired", "mean",
            "cs_low", "cs_high", "state", "seeds_needed", "outcome", "next_seeds", "max_seeds", "precision",
+           "quantity",
            "method"), formats=("csv",)),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",

@@ -18,11 +18,10 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged,
                                             judged_by_count, per_seed, lr_text, ratio, stability_text, table_of,
                                             untestable)
-from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.contract import ORDERS_OF_MAGNITUDE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.statistics import every, in_range, one_sided
 from attnlab.pipeline.estimate_text import describe
 
-ORDERS_OF_MAGNITUDE = 100.0  # "orders of magnitude" (plural): kernel / softmax max score at least two orders
 SEVERAL_FOLD = 2.0  # "several-fold": yat / yat_b max score at least this
 AUROC_NULL = 0.03  # "AUROC ≈ 0.5": |AUROC - 0.5| at most this
 BARELY = 0.05  # "barely move": |yat − yat_b| mean entropy within a fifth of the post's kernel–softmax gap (0.25)

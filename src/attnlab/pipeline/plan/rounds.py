@@ -13,15 +13,18 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline.contract import BASELINE, KERNEL_GAP_BAND
+from attnlab.pipeline.contract import BASELINE, KERNEL_GAP_BAND, ORDERS_OF_MAGNITUDE
 
 STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_by)
+# What a comparison compares, per contest cell (attnlab.pipeline.tables.rounds reads each from the bundle)
+LOSS, LARGEST_SCORE, ENTROPY = "best validation loss", "largest score", "mean normalised entropy"
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """first − second (or first / second when `ratio`) of the contest's best validation loss, paired by seed;
-    decided when its interval holds none of `thresholds` (on the reported scale)."""
+    """first − second (or first / second when `ratio`) of one quantity of the contest cells (the best validation
+    loss, unless said), paired by seed; decided when its interval holds none of `thresholds` (on the reported
+    scale)."""
 
     label: str
     first: str
@@ -29,10 +32,12 @@ class Comparison:
     ratio: bool
     thresholds: tuple[float, ...]
     claim: str
+    quantity: str = LOSS
 
 
 def comparisons(variants) -> list[Comparison]:
-    """The ledger's thresholded loss comparisons among these variants, with the ledger's own thresholds."""
+    """The ledger's thresholded comparisons over the contest seeds among these variants, with the ledger's own
+    thresholds: the losses, and the kernel post's score scale and diffuseness."""
     have = set(variants)
     band = (1 + KERNEL_GAP_BAND[0], 1 + KERNEL_GAP_BAND[1])
     found = [Comparison(f"{kernel} / {BASELINE}", kernel, BASELINE, True, band,
@@ -46,6 +51,12 @@ def comparisons(variants) -> list[Comparison]:
     if {"yat_b_exp", "yat_b"} <= have:
         found.append(Comparison("yat_b_exp − yat_b", "yat_b_exp", "yat_b", False, (0.0,),
                                 "a softmax over the kernel trains better than its l1 normalisation"))
+    if {"yat", BASELINE} <= have:
+        found.append(Comparison(f"yat / {BASELINE} largest score", "yat", BASELINE, True, (ORDERS_OF_MAGNITUDE,),
+                                "kernel scores are orders of magnitude larger than softmax logits", LARGEST_SCORE))
+    if {"yat_b", BASELINE} <= have:
+        found.append(Comparison(f"yat_b − {BASELINE} entropy", "yat_b", BASELINE, False, (0.0,),
+                                "the kernel's attention rows are more diffuse than softmax's", ENTROPY))
     return found
 
 

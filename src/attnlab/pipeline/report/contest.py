@@ -15,6 +15,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.plan.rounds import ENTROPY, LARGEST_SCORE, LOSS
 from attnlab.pipeline.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
@@ -176,7 +177,7 @@ def rounds_text(rounds: pd.DataFrame) -> str:
     last_round = rounds[rounds["round"] == rounds["round"].max()]
     last = last_round.iloc[0]
     states = "; ".join(
-        f"{row.comparison} [{_bound(row.cs_low, row.ratio)}, {_bound(row.cs_high, row.ratio)}] {row.state}"
+        f"{row.comparison} [{_bound(row.cs_low, row)}, {_bound(row.cs_high, row)}] {row.state}"
         + (f" (about {int(row.seeds_needed)} seeds at the observed spread)"
            if row.state != "decided" and pd.notna(row.seeds_needed) else "")
         for row in last_round.itertuples())
@@ -193,9 +194,15 @@ def rounds_text(rounds: pd.DataFrame) -> str:
             f"comparisons the rule read, after the last round: {states}.")
 
 
-def _bound(value, ratio: bool) -> str:
-    """One end of a rounds interval: a ratio as its gap in percent, a difference in nats; unbounded while the
-    sequence is still the whole line."""
+def _bound(value, row) -> str:
+    """One end of a rounds interval: a loss ratio as its gap in percent, a loss difference in nats, a score
+    ratio as a factor, an entropy difference as a number; unbounded while the sequence is still the whole
+    line."""
     if not finite(value):
         return "unbounded"
-    return f"{float(value) - 1:+.2%}" if str(ratio) == "True" else f"{float(value):+.4f} nats"
+    quantity = getattr(row, "quantity", LOSS)
+    if quantity == LARGEST_SCORE:
+        return f"{float(value):,.3g}×"
+    if quantity == ENTROPY:
+        return f"{float(value):+.3f}"
+    return f"{float(value) - 1:+.2%}" if str(row.ratio) == "True" else f"{float(value):+.4f} nats"

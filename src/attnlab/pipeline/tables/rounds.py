@@ -2,11 +2,13 @@
 
 `python -m attnlab.pipeline.tables.rounds decide` is the seed_round checkpoint's command
 (workflow/rules/rounds.smk): it reads the contest's checked bundles of rounds 0..r and computes, for every
-comparison attnlab.pipeline.plan.rounds lists (the ledger's thresholded comparisons of best validation loss:
-the kernels' gap to softmax, A³'s gain over softmax and over a per-head temperature, a softmax over the kernel
-against its l1 normaliser), paired by contest seed, Lai's anytime-valid confidence sequence tuned to the
-budget (attnlab.pipeline.confidence_sequence). A comparison is decided once its interval holds none of its
-thresholds; while one is not, and the budget allows, the decision names the next round's seeds.
+comparison attnlab.pipeline.plan.rounds lists (the ledger's thresholded comparisons over the contest seeds: of
+best validation loss, the kernels' gap to softmax, A³'s gain over softmax and over a per-head temperature, a
+softmax over the kernel against its l1 normaliser; of the telemetry, the kernel's largest score against
+softmax's and its rows' entropy against softmax's), paired by contest seed, Lai's anytime-valid confidence
+sequence tuned to the budget (attnlab.pipeline.confidence_sequence). A comparison is decided once its
+interval holds none of its thresholds; while one is not, and the budget allows, the decision names the next
+round's seeds.
 
 A comparison the budget cannot reach does not ask for seeds: one that, at its observed mean and spread, would need
 more than `reach` times `max_seeds` to clear its thresholds (or sits on one) is *out of reach* and stays
@@ -14,10 +16,9 @@ undecided, said so with the seeds it would need, while the others decide whether
 default factor of 2 leaves room for the spread read off a few seeds (the seeds needed grow with its square).
 Giving up early costs no coverage: the confidence sequence holds at any number of seeds, whatever rule chose it.
 
-The rule reads the loss comparisons only: the other comparisons over the contest seeds (score scale,
-entropy, the mass AUROC) were decided by the first round of every build measured. The tables and the ledger
-compute every interval of such a build with the same sequence (attnlab.pipeline.statistics.sequential), which
-stays valid at a number of seeds the data chose.
+The tables and the ledger compute every interval of such a build with the same sequence
+(attnlab.pipeline.statistics.sequential), which stays valid at a number of seeds the data chose; so the score
+scale, decided by a t-interval at six seeds, may need more seeds under the wider sequence, and the rule reads it.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from attnlab.core.bundle_format import BundleError
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
 from attnlab.pipeline import confidence_sequence, contract, statistics
-from attnlab.pipeline.plan.rounds import comparisons, round_seeds, seeds_through
+from attnlab.pipeline.plan.rounds import ENTROPY, LARGEST_SCORE, LOSS, comparisons, round_seeds, seeds_through
 from attnlab.pipeline.plan.bundle_reader import read_bundle
 
 FILE_VERSION = 1
@@ -43,10 +44,14 @@ REACH = 2  # contest.rounds.reach's default: needing more than this many times t
 DECIDED, UNDECIDED, OUT_OF_REACH = "decided", "undecided", "out of reach"
 
 
-def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> dict:
+def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int,
+           telemetry: dict[str, dict[str, dict[int, float]]] | None = None) -> dict:
     """After round `round_index`: each comparison's confidence sequence and state, and the next round's seeds
     (none once every comparison is decided or the budget is spent). `losses`: variant -> seed -> best
-    validation loss of the contest cells that did not diverge."""
+    validation loss of the contest cells that did not diverge; `telemetry`: the same for each other quantity a
+    comparison reads (plan.rounds.LARGEST_SCORE, ENTROPY). A comparison without values on either side is not
+    read."""
+    values = {LOSS: losses, **(telemetry or {})}
     budget = int(cfg["contest"]["rounds"]["max_seeds"])
     reach = cfg["contest"]["rounds"].get("reach", REACH)
     limit = math.inf if reach is None else reach * budget
@@ -55,8 +60,10 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int) -> 
     rows = []
     with statistics.sequential(precision):
         for comparison in comparisons(cfg["variants"]):
-            estimate = statistics.paired(losses.get(comparison.first, {}), losses.get(comparison.second, {}),
-                                         ratio=comparison.ratio)
+            of = values.get(comparison.quantity, {})
+            if not of.get(comparison.first) or not of.get(comparison.second):
+                continue
+            estimate = statistics.paired(of[comparison.first], of[comparison.second], ratio=comparison.ratio)
             bounded = estimate.n >= 2 and math.isfinite(estimate.low) and math.isfinite(estimate.high)
             decided = bounded and not any(estimate.low <= t <= estimate.high for t in comparison.thresholds)
             needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
@@ -87,11 +94,12 @@ def _number(value: float) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def contest_losses(bundles: list[Path], cfg: dict, round_index: int) -> dict[str, dict[int, float]]:
-    """variant -> seed -> best validation loss, from the checked bundles of the rounds so far (diverged cells
-    enter no comparison, as in the contest table)."""
+def contest_values(bundles: list[Path], cfg: dict, round_index: int) -> dict[str, dict[str, dict[int, float]]]:
+    """quantity -> variant -> seed -> value (best validation loss; largest score over layers; mean normalised
+    entropy: what the ledger's score_scale and entropy tables hold), from the checked bundles of the rounds so
+    far (diverged cells enter no comparison, as in the contest and telemetry tables)."""
     wanted = set(seeds_through(cfg, round_index))
-    losses: dict[str, dict[int, float]] = {}
+    values: dict[str, dict[str, dict[int, float]]] = {LOSS: {}, LARGEST_SCORE: {}, ENTROPY: {}}
     for folder in bundles:
         summary = read_bundle(Path(folder))
         if summary["seed"] not in wanted:
@@ -99,8 +107,13 @@ def contest_losses(bundles: list[Path], cfg: dict, round_index: int) -> dict[str
                               f"({sorted(wanted)}); the rule reads the contest's own cells only")
         if summary["diverged"] or not math.isfinite(summary["best_val_loss"]):
             continue
-        losses.setdefault(summary["variant"], {})[int(summary["seed"])] = float(summary["best_val_loss"])
-    return losses
+        seed, variant, telemetry = int(summary["seed"]), summary["variant"], summary.get("telemetry", {})
+        values[LOSS].setdefault(variant, {})[seed] = float(summary["best_val_loss"])
+        if telemetry.get("max_score_per_layer"):
+            values[LARGEST_SCORE].setdefault(variant, {})[seed] = float(max(telemetry["max_score_per_layer"]))
+        if "mean" in telemetry.get("entropy", {}):
+            values[ENTROPY].setdefault(variant, {})[seed] = float(telemetry["entropy"]["mean"])
+    return values
 
 
 def table(decisions: list[dict]) -> pd.DataFrame:
@@ -116,7 +129,7 @@ def table(decisions: list[dict]) -> pd.DataFrame:
                          "seeds_needed": row["seeds_needed"], "outcome": decision["outcome"],
                          "next_seeds": " ".join(map(str, decision["next_seeds"])),
                          "max_seeds": decision["max_seeds"], "precision": decision["precision"],
-                         "method": decision["method"]})
+                         "method": decision["method"], "quantity": row.get("quantity", LOSS)})
     return pd.DataFrame(rows, columns=contract.columns("seed_rounds")).astype({"seeds_needed": "Int64"})
 
 
@@ -149,7 +162,8 @@ def main(argv: list[str] | None = None) -> int:
             print(rows[["round", "comparison", "n_paired", "cs_low", "cs_high", "state"]].to_string(index=False))
             return 0
         cfg = json.loads(args.config_json)
-        decision = decide(contest_losses(args.bundles, cfg, args.round), cfg, args.round)
+        values = contest_values(args.bundles, cfg, args.round)
+        decision = decide(values.pop(LOSS), cfg, args.round, values)
     except (ConfigError, BundleError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
