@@ -6,6 +6,7 @@ import textwrap
 
 import numpy as np
 
+from attnlab.core.corpus import BOS_GLYPH
 from attnlab.pipeline.figures.style import MAX_HEIGHT, TEXT_WIDTH, wrap
 from attnlab.pipeline.figures.window import GLYPH_EM, set_position_ticks, window_line
 
@@ -79,8 +80,9 @@ def _header_lines(title: str, text: str | None, width: float) -> tuple[str, str]
     """The title wrapped to `width` inches, and the window's lines (monospace, wrapped likewise)."""
     if not text:
         return wrap(title, 0.96 * width), ""
-    note = (f"the window read, keys 0–{len(text) - 1} (⏎ newline, ␣ space); over the maps, the character of each "
-            "ticked key:")
+    token = f", {BOS_GLYPH} the beginning-of-sequence token" if BOS_GLYPH in text else ""
+    note = (f"the window read, keys 0–{len(text) - 1} (⏎ newline, ␣ space{token}); over the maps, the character of "
+            "each ticked key:")
     per_line = max(16, int(0.95 * width * 72 / (GLYPH_EM * 7.5)))
     return wrap(title, 0.96 * width), "\n".join(textwrap.wrap(note, per_line) + [window_line(text, 0.95 * width)])
 
