@@ -260,3 +260,31 @@ def test_a_heads_study_of_several_head_counts_is_not_read_as_one():
     t["runs_heads"] = pd.concat([t["runs_heads"], t["runs_heads"].assign(**{"config.model.heads": 16})])
     row = check(score_papers.selective_matches_twice_the_heads, t)
     assert row.verdict == "not testable at catalog" and "2 head counts" in row.interval
+
+
+@pytest.mark.slow
+def test_a_build_with_a_heads_study_hands_its_cells_to_the_selective_row(tmp_path, corpus_path):
+    """Through Snakemake: a smoke-sized build of softmax and selective with the study `heads` (softmax at twice the
+    heads) writes runs_heads, and the ledger's selective row compares with those cells."""
+    import yaml
+
+    from processes import snakemake
+    from workspace import make_workspace
+
+    ws = make_workspace(tmp_path, share_compile_cache=True)
+    cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
+    heads = cfg["model"]["heads"]
+    cfg.update(name="heads", variants=["softmax", "selective"],
+               studies=[{"name": "heads", "model": {"heads": 2 * heads}, "variants": ["softmax"]}])
+    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "selective": 3.0e-3}}
+    cfg["sweep"]["lrs"] = [3.0e-3]
+    (ws / "config" / "heads.yaml").write_text(yaml.safe_dump(cfg))
+    built = snakemake(ws, "results/tables/ledger.csv", "--cores", "2", "--configfile", "config/heads.yaml",
+                      corpus=corpus_path)
+    assert built.returncode == 0, built.stderr[-3000:]
+    study = pd.read_csv(ws / "results" / "tables" / "runs_heads.csv")
+    assert set(study.variant) == {"softmax"} and set(study["config.model.heads"]) == {2 * heads}
+    ledger = pd.read_csv(ws / "results" / "tables" / "ledger.csv")
+    row = ledger[ledger.claim.str.startswith("selective attention matches")].iloc[0]
+    assert f"selective ({heads} heads) / softmax ({2 * heads} heads)" in row.measured
+    assert not row.verdict.startswith("not testable")
