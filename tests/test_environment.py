@@ -1,6 +1,7 @@
 """pyproject.toml, environment.yml and the lock constraints.txt must describe one environment; installed versions
 are read one way (attnlab.core.packages) for the provenance, the drift line and the writeup rule."""
 
+import os
 import re
 import tomllib
 from importlib import metadata
@@ -175,3 +176,18 @@ def test_provenance_records_the_training_packages_through_the_same_reader():
     assert list(recorded) == list(provenance.PACKAGES)
     assert recorded == {name: installed_versions([name]).get(name) for name in provenance.PACKAGES}
     assert recorded["jax"] == metadata.version("jax") and recorded["numpy"] == metadata.version("numpy")
+
+
+@pytest.mark.skipif(not hasattr(os, "sched_setaffinity"), reason="no CPU affinity on this platform")
+def test_provenance_records_the_cpus_the_process_may_use_not_the_machines():
+    """XLA's CPU pool spreads over the CPUs the process may run on, and yat_b's last digits move with them: a job
+    confined to one CPU (taskset, a scheduler's cgroup) must say 1 however many the machine has."""
+    from attnlab.training import provenance
+
+    before = os.sched_getaffinity(0)
+    try:
+        os.sched_setaffinity(0, {min(before)})
+        assert provenance.usable_cpus() == 1
+    finally:
+        os.sched_setaffinity(0, before)
+    assert provenance.usable_cpus() == len(before)

@@ -33,6 +33,15 @@ def package_versions() -> dict:
     return {name: found.get(name) for name in PACKAGES}
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on: XLA's CPU thread pool spreads over all of them, and on a CPU the numbers
+    of some variants (yat, yat_b) move in the last digits with how many there are, so a bundle records it."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # macOS, Windows: no affinity call; every CPU is usable
+        return os.cpu_count() or 1
+
+
 def collect() -> dict:
     import jax
 
@@ -43,7 +52,8 @@ def collect() -> dict:
         "python": sys.version.split()[0],
         "platform": platform.platform(),
         "hostname": platform.node(),
-        "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count()},
+        "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count(),
+                   "host_cpus": usable_cpus()},
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "gpu_memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),  # None: JAX's default share
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

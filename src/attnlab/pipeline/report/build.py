@@ -138,6 +138,8 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
     kinds = _values(runs, "provenance.device.kind")
     counts = _values(runs, "provenance.device.count")
     add("device", [f"{', '.join(counts) or '?'} × {kind}" for kind in kinds])
+    cpus = _values(runs, "provenance.device.host_cpus")
+    add("CPUs a training job could use", sorted({f"{float(v):g}" for v in cpus}))
     add("operating system", _values(runs, "provenance.platform"))
     add("XLA flags", _values(runs, "provenance.xla_flags"))
     jobs = _values(runs, "provenance.slurm_job_id")
@@ -149,15 +151,17 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
 def compute_used(runs: pd.DataFrame) -> str:
     """The compute the cells' training used: their training loops (wall_time_s) and compilation (compile_s), summed.
 
-    Each training job declares one thread (workflow/rules/train.smk), so on a CPU a cell's wall time is its
-    CPU time; on an accelerator the same sum is in device-minutes.
+    These are wall-clock minutes of the jobs, not CPU time: a training job declares one core to Snakemake
+    (workflow/rules/train.smk), but XLA's CPU thread pool still spreads its work over every CPU the process may
+    use, so on a CPU the jobs of a build share the machine's CPUs. On an accelerator the same sum is in
+    device-minutes.
     """
     if runs.empty or "wall_time_s" not in runs:
         return "not recorded (runs.csv has no wall times)"
     loops = float(runs.wall_time_s.astype(float).sum()) / 60
     compiling = float(runs.compile_s.astype(float).sum()) / 60 if "compile_s" in runs else float("nan")
     kinds = _values(runs, "provenance.device.kind")
-    unit = ("CPU-minutes" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
+    unit = ("job-minutes on CPU" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
             else f"device-minutes ({', '.join(kinds) or 'device not recorded'})")
     total = loops + (compiling if finite(compiling) else 0)
     text = f"{total:,.1f} {unit} for {len(runs)} cells: training loops {loops:,.1f}"
