@@ -78,18 +78,28 @@ def test_a_workspace_without_a_log_is_refused_naming_the_fix(tmp_path):
 
 
 @pytest.mark.slow
-def test_the_cores_benchmark_prints_one_row_per_measure_with_its_effective_cores(capsys):
-    """Two fresh single-threaded processes side by side, at the smoke model: every measure has a rate alone,
-    a rate each, and the effective cores their combined rate over the rate alone (its value is the machine's:
-    not asserted, timings are noisy)."""
+def test_the_cores_benchmark_prints_each_way_to_start_the_jobs(capsys):
+    """Fresh processes at the smoke model, as a build starts them: one row per configuration, combined = each x
+    jobs, and a job confined to one CPU keeps at most about one thread busy (the rates are the machine's: not
+    asserted, timings are noisy)."""
     from benchmarks import cores
 
     assert cores.main(["--processes", "2", "--config", "smoke", "--steps", "5", "--repeats", "1"]) == 0
-    rows = [line.split() for line in capsys.readouterr().out.splitlines()[1:]]
-    assert [row[0] for row in rows] == ["gemm"] * 3 + ["smoke"]
-    for row in rows:
-        alone, each, effective = map(float, row[-3:])
-        assert alone > 0 and each > 0 and effective == pytest.approx(2 * each / alone, rel=0.05, abs=0.02)
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("smoke softmax, 5 steps a run")
+    rows = {line[:22].strip(): list(map(float, line[22:].split())) for line in lines[2:]}
+    assert list(rows) == ["alone", "alone, 1 CPU", "2 at once", "2 at once, own CPU"]
+    for name, (each, combined, busy) in rows.items():
+        jobs = 2 if name.startswith("2") else 1
+        assert each > 0 and combined == pytest.approx(jobs * each, abs=0.11) and busy > 0
+    assert rows["alone, 1 CPU"][2] < 1.2
+
+
+def test_the_cores_benchmark_confines_each_job_to_its_own_cpu():
+    from benchmarks.cores import configurations
+
+    ways = configurations(3, [4, 7])
+    assert ways == {"alone": [None], "alone, 1 CPU": [4], "3 at once": [None] * 3, "3 at once, own CPU": [4, 7, 4]}
 
 
 @pytest.mark.slow

@@ -16,11 +16,12 @@ import jax
 from attnlab.training.folder_lock import release_locks
 
 COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
+# Turns off Eigen's multi-threaded kernels; XLA's intra-op pool still spans every CPU the process may use.
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"  # added once: XLA_FLAGS is part of every cache key
 
 
 def configure_runtime(threads: int, compile_cache: Path | None) -> None:
-    """Pin XLA's CPU parallelism and the compilation cache before JAX starts.
+    """Set XLA's CPU threading and the compilation cache before JAX starts.
 
     The cache (--compile-cache, else $JAX_COMPILATION_CACHE_DIR) is named by its
     resolved path. JAX writes the cache folder's name into every program's
