@@ -1,10 +1,11 @@
 """`python benchmarks/build_time.py [WORKSPACE]`: where a finished build's wall time went.
 
 Reads what the build left behind and measures nothing anew: Snakemake's own
-log of the run (.snakemake/log/, the newest unless --log names one) gives
-each job's start and end to the second, and the training logs under
-results/logs/train give each cell's phases as its trainer timed them (start-up,
-set-up, compile, training, evaluation, telemetry, writing). It prints
+log of the run (.snakemake/log/, the newest that ran a job unless --log names
+one) gives each job's start and end to the second, and the training logs
+under results/logs/train give each cell's phases as its trainer timed them
+(start-up, set-up, compile, training, evaluation, telemetry, writing). It
+prints
 
 - the run's span, from Snakemake's start to its last job's end, and how much
   of it came before the first job (reading the Snakefile, building the DAG);
@@ -99,11 +100,20 @@ def timeline(jobs: list[Job], start: float, end: float, slices: int) -> list[flo
     return busy
 
 
+def newest_build_log(workspace: Path) -> Path:
+    """The newest of the workspace's Snakemake logs that records a finished job: a later dry run, `--summary` or
+    a build with nothing to do leaves a log too (sometimes an empty one), and is not the build to break down."""
+    logs = sorted((workspace / ".snakemake" / "log").glob("*.snakemake.log"), reverse=True)
+    for log in logs:
+        if log.stat().st_size and "Finished jobid:" in log.read_text(errors="replace"):
+            return log
+    raise SystemExit(f"{workspace} has no Snakemake log of a build that ran a job under .snakemake/log: "
+                     "run the build there first")
+
+
 def report(workspace: Path, log: Path | None, slices: int) -> str:
-    logs = sorted((workspace / ".snakemake" / "log").glob("*.snakemake.log"))
-    if log is None and not logs:
-        raise SystemExit(f"{workspace} has no Snakemake run log under .snakemake/log: run the build there first")
-    log = log or logs[-1]
+    if log is None:
+        log = newest_build_log(workspace)
     began, cores, jobs = read_log(log)
     if not jobs:
         raise SystemExit(f"{log} records no finished job: nothing to break down")
@@ -139,7 +149,8 @@ def report(workspace: Path, log: Path | None, slices: int) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspace", nargs="?", type=Path, default=Path("."))
-    parser.add_argument("--log", type=Path, help="a Snakemake run log (default: the workspace's newest)")
+    parser.add_argument("--log", type=Path,
+                        help="a Snakemake run log (default: the workspace's newest that ran a job)")
     parser.add_argument("--slices", type=int, default=20)
     args = parser.parse_args(argv)
     print(report(args.workspace, args.log, max(args.slices, 1)))

@@ -118,3 +118,12 @@ def test_the_step_profile_splits_a_traced_step_into_op_kinds():
     assert sum(float(row[1]) for row in table) == pytest.approx(traced, rel=0.01)
     assert any(row[0] in ("ynn_fusion", "dot") for row in table)
     assert out[-1].startswith("matmul FLOPs per step")
+
+
+def test_a_later_log_that_ran_nothing_is_passed_over_for_the_build(workspace):
+    """A dry run or a build with nothing to do after the build leaves its own log, empty or without a job."""
+    logs = workspace / ".snakemake" / "log"
+    (logs / "2026-12-03T231500.snakemake.log").write_text("")
+    (logs / "2026-12-03T231600.snakemake.log").write_text(HEADER + "Nothing to be done (all requested files are "
+                                                          "present and up to date).\n")
+    assert "span: 60 s on 2 cores" in report(workspace, None, slices=6)
