@@ -134,6 +134,36 @@ def test_auto_contest_lrs_come_from_the_select_lr_checkpoints(workspace):
     assert grid["contest_lr"]["yat"] == 1e-2
 
 
+class NotYetRun(Exception):
+    """Stands for Snakemake's IncompleteCheckpointException: that variant's select_lr has not run."""
+
+
+class PartlyRun(Checkpoints):
+    """select_lr has run for the variants in `chosen` alone."""
+
+    def get(self, variant):
+        if variant not in self.chosen:
+            raise NotYetRun(variant)
+        return super().get(variant)
+
+
+def test_each_variants_contest_is_asked_for_on_its_own_once_its_sweep_is_chosen_from(workspace):
+    """collect_tables asks one input function per 'auto' variant, so the contest of a variant whose sweep is
+    done is known (and trains) while another's sweep is still running, instead of every contest waiting for
+    the slowest sweep."""
+    plan = Plan(config_file(workspace, "default"), SRC, PartlyRun(workspace, {"yat_b": 1e-2}))
+    inputs = plan.auto_cell_inputs()
+    assert list(inputs) == [f"auto_{v}" for v in plan.auto_variants()] and "auto_yat_b" in inputs
+    yat_b = inputs["auto_yat_b"](SimpleNamespace())
+    assert yat_b and all(Path(b).parts[-3:-1] == ("yat_b", "lr0.01") for b in yat_b)
+    with pytest.raises(NotYetRun, match="softmax"):
+        inputs["auto_softmax"](SimpleNamespace())
+    every = Plan(config_file(workspace, "default"), SRC,
+                 Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}))
+    split = [b for f in every.auto_cell_inputs().values() for b in f(SimpleNamespace())]
+    assert sorted(split) == sorted(every.auto_cells())
+
+
 def test_a_training_cell_gets_its_folders_slice_and_a_memory_that_grows_with_the_model(workspace):
     plan = Plan(config_file(workspace), SRC)
     cell = SimpleNamespace(place="runs", variant="softmax", lr="0.003", seed="0")
@@ -216,3 +246,17 @@ def test_the_catalogs_study_of_twice_the_heads_feeds_the_ledger(workspace):
     assert "runs_heads" in plan.ledger_optional and "runs_heads" in plan.optional_tables
     assert plan.config["studies"][0]["model"]["heads"] == 2 * plan.config["model"]["heads"]
     assert Plan(config_file(workspace), SRC).heads_tables == []
+
+
+def test_longer_training_starts_first_and_the_runs_animation_before_other_figures(workspace):
+    """Snakemake starts the ready job of highest priority first: a pack's priority is its steps, so the longest
+    pack is never the one left running alone at the end, and training outranks every figure."""
+    from attnlab.pipeline.plan.figure_catalog import FIGURES
+
+    plan = Plan(config_file(workspace, "default"), SRC)
+    steps = plan.cell_slice(SimpleNamespace(place="runs"))["train"]["steps"]
+    assert {plan.pack_priority(p) for p in plan.packs} == {len(p.cells) * steps for p in plan.packs}
+    assert plan.cell_priority(SimpleNamespace(place="runs")) == steps
+    figures = {f.name: plan.figure_priority(f) for f in FIGURES}
+    assert figures["reading"] == 1 and figures["score_orbit"] == 0 and figures["loss_curves"] == 0
+    assert min(plan.pack_priority(p) for p in plan.packs) > max(figures.values())

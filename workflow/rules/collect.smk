@@ -9,7 +9,7 @@
 rule collect_tables:
     input:
         known=PLAN.known_cells,
-        auto=PLAN.auto_cells,
+        **PLAN.auto_cell_inputs(),
         expected=PLAN.expected_runs,
     output:
         tables=PLAN.tables,
@@ -24,4 +24,4 @@ rule collect_tables:
         "Collecting every bundle into tables"
     shell:
         "python -m attnlab.pipeline.tables collect --grid {params.grid} --expect {input.expected} --out {params.out} "
-        "{input.known} {input.auto} > {log} 2>&1"
+        "{input.known} " + "".join(f"{{input.{name}}} " for name in PLAN.auto_cell_inputs()) + "> {log} 2>&1"

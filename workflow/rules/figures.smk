@@ -17,6 +17,7 @@ for figure in PLAN.drawn:
         log:
             str(paths.LOGS / "figures" / f"{figure.name}.log"),
         localrule: True
+        priority: PLAN.figure_priority(figure)
         params:
             code=PLAN.pipeline_code(figure.module),
             style=PLAN.figure_style,

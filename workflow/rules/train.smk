@@ -19,6 +19,7 @@ if PLAN.packs:
             output:
                 bundles=[update(directory(bundle)) for bundle in pack.outputs()],
             threads: 1
+            priority: PLAN.pack_priority(pack)
             resources:
                 mem_mb=PLAN.pack_mem_mb(pack),
                 gpu=PLAN.train_gpu(),
@@ -47,6 +48,7 @@ else:
         output:
             bundle=update(directory(str(paths.CELL_PATTERN))),
         threads: 1
+        priority: PLAN.cell_priority
         resources:
             mem_mb=PLAN.train_mem_mb,
             gpu=PLAN.train_gpu,

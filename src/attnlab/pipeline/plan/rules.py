@@ -147,10 +147,15 @@ class Plan:
 
     # ---- contest and sweep
 
-    def selected_lrs(self) -> dict[str, float]:
-        """Contest LRs of 'auto' variants, read from the select_lr checkpoint's outputs."""
+    def auto_variants(self) -> list[str]:
+        """The variants whose contest LR is 'auto': the sweep chooses it."""
+        return [v for v in self.config["variants"] if self.config["contest"]["lr"][v] == AUTO]
+
+    def selected_lrs(self, variants: list[str] | None = None) -> dict[str, float]:
+        """Contest LRs of 'auto' variants (of `variants`, default all), read from the select_lr checkpoints'
+        outputs; asking for one whose checkpoint has not run raises Snakemake's incomplete-checkpoint signal."""
         chosen = {}
-        for variant in self.config["variants"]:
+        for variant in self.config["variants"] if variants is None else variants:
             if self.config["contest"]["lr"][variant] == AUTO:
                 path = self.checkpoints.select_lr.get(variant=variant).output[0]
                 chosen[variant] = json.loads(Path(path).read_text())["lr"]
@@ -209,10 +214,19 @@ class Plan:
         """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
         return bundles(self.grid.bundles(studies_mod.CONTEST) + self.grid.bundles(studies_mod.SWEEP))
 
-    def auto_cells(self, wildcards=None) -> list[str]:
-        """Contest cells of 'auto' variants, known once the select_lr checkpoint has run."""
+    def auto_cells(self, wildcards=None, variant: str | None = None) -> list[str]:
+        """Contest cells of 'auto' variants (of `variant` alone, when given), known once their select_lr
+        checkpoints have run."""
         known = set(self.known_cells())
-        return [b for b in bundles(self.resolved_grid().bundles(studies_mod.CONTEST)) if b not in known]
+        variants = None if variant is None else [variant]
+        cells = Grid(self.decided_config(), self.selected_lrs(variants)).bundles(studies_mod.CONTEST)
+        return [b for b in bundles(k for k in cells if variant in (None, k.variant)) if b not in known]
+
+    def auto_cell_inputs(self) -> dict:
+        """collect_tables' inputs of 'auto' contest cells, one input function per variant: Snakemake asks each
+        on its own, so a variant's contest can start as soon as its own sweep is chosen from, while the other
+        sweeps still train, and no core waits for the slowest sweep."""
+        return {f"auto_{v}": functools.partial(self.auto_cells, variant=v) for v in self.auto_variants()}
 
     def missing_cells(self) -> list[str]:
         """Every bundle folder of the grid that is not on disk, for `all` to name.
@@ -318,6 +332,17 @@ class Plan:
         pack holds one cell's state at a time; a vmapped one keeps its cells' states on the accelerator)."""
         return functools.partial(folder_mem_mb, self.cell_slice(pack))
 
+    def pack_priority(self, pack: packs.Pack) -> int:
+        """The pack's `priority:`, its training steps (cells x steps): of the packs ready at once Snakemake
+        starts the longest first, so a build does not end with one long pack beside an idle core, and any
+        training starts before a figure that needs none (the priority decides only the order of ready jobs,
+        never what reruns)."""
+        return len(pack.cells) * self.cell_priority(pack)
+
+    def cell_priority(self, wildcards) -> int:
+        """train_cell's `priority:`, the cell's steps (see pack_priority)."""
+        return int(self.cell_slice(wildcards)["train"]["steps"])
+
     # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
 
     def _expectation(self, name: str, *studies: str) -> str:
@@ -402,6 +427,13 @@ class Plan:
     @staticmethod
     def figure_inputs(entry) -> dict[str, str]:
         return {name: str(path) for name, path in entry.table_paths().items()}
+
+    @staticmethod
+    def figure_priority(entry) -> int:
+        """An animation drawn from the runs (the longest figure job, on the path to the writeup) starts before
+        the other figures once the tables are in; one that needs no runs waits, as every figure does, for the
+        training (whose priorities are higher) to leave a core free."""
+        return 1 if entry.animated and entry.table_paths() else 0
 
     @staticmethod
     def figure_arguments(entry) -> str:
