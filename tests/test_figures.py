@@ -234,6 +234,33 @@ def test_reading_shows_every_variant_at_every_query_position():
     assert len(reading.query_positions(1000)) == reading.MAX_FRAMES
 
 
+def test_the_blitted_reading_draws_every_frame_as_a_full_redraw_would():
+    """The reading animation draws only what changes over one image of the rest: each frame must match the
+    same frame drawn whole (an artist left out of update's list would stay blank or stale)."""
+    from attnlab.pipeline.figures.gif import drawn_frames
+
+    length = 24
+    rng = np.random.default_rng(0)
+    rows = np.tril(rng.random((length, length)) ** 4)
+    entries = [{"variant": v, "label": v, "layer": 0, "head": 0, "step": 10, "text": "to be or not to be, that",
+                "map": rows / rows.sum(1, keepdims=True)} for v in ("softmax", "yat_b")]
+
+    def frames(blit):
+        animation = reading.draw({"entries": entries, "order": ["softmax", "yat_b"]}, parse_style(TINY_STYLE))
+        assert animation.blit
+        animation.blit = blit
+        drawn = [np.asarray(frame, dtype=int) for frame in drawn_frames(animation)]
+        close(animation.fig)
+        return drawn
+
+    blitted, whole = frames(True), frames(False)
+    assert len(blitted) == len(whole) == length - 1
+    assert len({frame.tobytes() for frame in blitted}) == len(blitted), "every frame differs from the last"
+    for i, (fast, full) in enumerate(zip(blitted, whole)):
+        differs = int((np.abs(fast - full).sum(-1) > 30).sum())  # a stale letter alone is some 20 pixels
+        assert differs <= 6, f"frame {i}: {differs} pixels differ from the full redraw"
+
+
 def test_score_orbit_gif_stays_small_at_the_default_style(tmp_path):
     out = tmp_path / "orbit.gif"
     figure_main(score_orbit.load, score_orbit.draw,

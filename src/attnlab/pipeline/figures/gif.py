@@ -21,14 +21,20 @@ from attnlab.pipeline.figures.save import save_figure
 
 @dataclass
 class Animation:
-    """What an animated figure's draw returns: update(i) redraws `fig` as frame i of `frames`."""
+    """What an animated figure's draw returns: update(i) redraws `fig` as frame i of `frames`.
+
+    With `blit`, update(i) returns the artists that change between frames, in the order they are to be drawn
+    (back to front); everything else is drawn once and every frame starts from that image. Most of a full
+    redraw is axes, ticks and labels that never change.
+    """
 
     fig: object
-    update: Callable[[int], None]
+    update: Callable[[int], list | None]
     frames: int
     frame_ms: int = 250
     hold_ms: int = 1500  # the last frame stays up this long, so a viewer can read the end state
     colors: int = 255  # at most this many colours in the shared palette
+    blit: bool = False
 
 
 def gif_dpi(style: dict, cap: int = 80) -> int:
@@ -44,6 +50,38 @@ def grab_frame(fig):
     return Image.fromarray(np.asarray(fig.canvas.buffer_rgba())[..., :3].copy())
 
 
+def drawn_frames(animation: Animation) -> list:
+    """Every frame as a Pillow RGB image: each one drawn whole, or (blit) the unchanging rest drawn once and
+    each frame's changing artists drawn over a copy of it. A blitted animation ends with its artists no longer
+    marked animated, so the poster (a normal save) draws them."""
+    from PIL import Image
+
+    fig, n_frames = animation.fig, max(1, animation.frames)
+    if not animation.blit:
+        frames = []
+        for i in range(n_frames):
+            animation.update(i)
+            frames.append(grab_frame(fig))
+        return frames
+    canvas, background, changing, frames = fig.canvas, None, [], []
+    for i in range(n_frames):
+        artists = list(animation.update(i) or [])
+        for artist in artists:
+            artist.set_animated(True)
+        changing += artists
+        if background is None:
+            canvas.draw()  # skips the animated artists
+            background = canvas.copy_from_bbox(fig.bbox)
+        else:
+            canvas.restore_region(background)
+        for artist in artists:
+            fig.draw_artist(artist)
+        frames.append(Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy()))
+    for artist in changing:
+        artist.set_animated(False)
+    return frames
+
+
 def save_gif(animation: Animation, out: Path, poster: Path | None = None, poster_dpi: int | None = None) -> Path:
     """Draw every frame, write the GIF whole (temp file, then rename), then the poster of the last frame.
 
@@ -53,10 +91,7 @@ def save_gif(animation: Animation, out: Path, poster: Path | None = None, poster
     from PIL import Image
 
     fig, n_frames = animation.fig, max(1, animation.frames)
-    grabbed = []
-    for i in range(n_frames):
-        animation.update(i)
-        grabbed.append(grab_frame(fig))
+    grabbed = drawn_frames(animation)
     both = Image.new("RGB", (grabbed[0].width, 2 * grabbed[0].height))
     both.paste(grabbed[0], (0, 0))
     both.paste(grabbed[-1], (0, grabbed[0].height))

@@ -89,11 +89,19 @@ def draw(data: dict, style: dict) -> Animation:
     axes[-1].set_xticks(ticks, [char_label(text[j]) for j in ticks], fontsize=7.5 if length <= 64 else 7,
                         fontfamily="monospace")
     axes[-1].set_xlabel("key (character of the window; query position dotted, its label red)")
+    # the query's key label, red, drawn over the black one where the tick labels are (same place and font)
+    label = axes[-1].get_xticklabels()[0]
+    marker = axes[-1].text(0, label.get_position()[1], "", transform=label.get_transform(), ha=label.get_ha(),
+                           va=label.get_va(), fontproperties=label.get_fontproperties(), color="crimson",
+                           fontweight="bold", bbox={"facecolor": "white", "edgecolor": "none", "pad": 0},
+                           clip_on=False)
     title = fig.suptitle(" ", fontsize=9)
     fig.tight_layout()
 
-    def update(frame):
+    def update(frame) -> list:
+        """Set frame `frame`; returns what changed, back to front (the figure is blitted)."""
         i = int(positions[frame])
+        changed = []
         for panel in panels:
             row = np.where(keys <= i, panel["entry"]["map"][i], 0.0)
             for bar, height in zip(panel["bars"], np.minimum(row, top)):
@@ -108,13 +116,15 @@ def draw(data: dict, style: dict) -> Animation:
             panel["note"].set_x((i + length) / 2)
             panel["note"].set_visible(i < length - 12)
             panel["cursor"].set_xdata([i, i])
-        for label, j in zip(axes[-1].get_xticklabels(), ticks):
-            label.set_color("crimson" if j == i else "black")
-            label.set_fontweight("bold" if j == i else "normal")
+            changed += [panel["future"], *panel["bars"], panel["cursor"], *ax.spines.values(), panel["note"],
+                        *panel["cut"]]
+        marker.set_text(char_label(text[i]) if i in ticks else "")
+        marker.set_x(i)
         title.set_text(f"Reading the window: query {i} = '{char_label(text[i])}' after "
                        f"'{snippet(text, i - 24, i)}'")
+        return changed + [marker, title]
 
-    return Animation(fig, update, len(positions), frame_ms=300)
+    return Animation(fig, update, len(positions), frame_ms=300, blit=True)
 
 
 if __name__ == "__main__":
