@@ -1,12 +1,12 @@
 """`python benchmarks/step_profile.py`: where one training step's time goes, op by op, as XLA ran it.
 
-Traces a chunk of the project's training loop with JAX's profiler (one
-thread, as a build's training job runs) and sums the device time of every
+Traces a chunk of the project's training loop with JAX's profiler (with the
+XLA flags a build's training job runs with) and sums the device time of every
 compiled op per step, grouped by the op's kind (its name less the numeric
 suffix XLA gives each instance: `dot`, `transpose_copy_fusion`, a YNNPACK
 `ynn_fusion` holding matrix products and what XLA fused into them, ...). It
 prints the groups, the ops per step, and the step's matmul FLOPs over its time
-beside this thread's fp32 GEMM rate measured in the same run, which is what
+beside the fp32 GEMM rate measured in the same process, which is what
 bounds the step: the gap between the two is time spent outside matrix
 products (copies, transposes, elementwise kernels, the per-op overhead of
 some 1,800 small ops).
@@ -93,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     flops = step_flops(mcfg, batch)
     best_gemm = max(gemm_rates(repeats=3).values())
     print(f"matmul FLOPs per step {flops / 1e9:.2f} G: {flops / step_s / 1e9:.1f} GFLOP/s over the step, "
-          f"{flops / products / 1e9:.1f} over its matrix products alone, against this thread's best fp32 GEMM "
+          f"{flops / products / 1e9:.1f} over its matrix products alone, against the best fp32 GEMM "
           f"{best_gemm:.1f} GFLOP/s ({flops / step_s / 1e9 / best_gemm:.0%} and "
           f"{flops / products / 1e9 / best_gemm:.0%})")
     return 0
