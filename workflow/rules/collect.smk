@@ -8,8 +8,8 @@
 
 rule collect_tables:
     input:
-        known=PLAN.known_cells,
         **PLAN.auto_cell_inputs(),
+        known=PLAN.known_cells,
         expected=PLAN.expected_runs,
     output:
         tables=PLAN.tables,

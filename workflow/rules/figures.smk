@@ -16,8 +16,8 @@ for figure in PLAN.drawn:
             **PLAN.figure_outputs(figure, report),
         log:
             str(paths.LOGS / "figures" / f"{figure.name}.log"),
-        localrule: True
         priority: PLAN.figure_priority(figure)
+        localrule: True
         params:
             code=PLAN.pipeline_code(figure.module),
             style=PLAN.figure_style,

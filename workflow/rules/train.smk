@@ -18,8 +18,8 @@ if PLAN.packs:
                 corpus=ancient(str(paths.CORPUS)),
             output:
                 bundles=[update(directory(bundle)) for bundle in pack.outputs()],
-            threads: 1
             priority: PLAN.pack_priority(pack)
+            threads: 1
             resources:
                 mem_mb=PLAN.pack_mem_mb(pack),
                 gpu=PLAN.train_gpu(),
@@ -47,8 +47,8 @@ else:
             corpus=ancient(str(paths.CORPUS)),
         output:
             bundle=update(directory(str(paths.CELL_PATTERN))),
-        threads: 1
         priority: PLAN.cell_priority
+        threads: 1
         resources:
             mem_mb=PLAN.train_mem_mb,
             gpu=PLAN.train_gpu,
