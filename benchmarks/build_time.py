@@ -9,8 +9,11 @@ prints
 
 - the run's span, from Snakemake's start to its last job's end, and how much
   of it came before the first job (reading the Snakefile, building the DAG);
-- the busy core-seconds of each kind of job and the idle ones (every job is
-  counted as one core: the project's rules all ask for one thread);
+- the busy core-seconds of each kind of job and the idle ones, in job slots:
+  every job is counted as the one core it declares to Snakemake (a training
+  job's XLA pool in fact spreads over every usable CPU, so a lone job uses
+  more than one: benchmarks/cores.py measures that; here "idle" means a slot
+  with no job, not a CPU doing nothing);
 - the busy cores over time, in equal slices of the span, so a stretch where
   one core waits for the other (a sweep, then its checkpoint, then the
   contest) shows as a run of ones;

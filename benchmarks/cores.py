@@ -16,7 +16,8 @@ ways:
 - `N at once, own CPU`: N jobs, each confined to its own CPU.
 
 For each it prints steps per second per job, combined, and the busy threads
-(CPU seconds over wall seconds of the timed loop, per job). The confined
+(CPU seconds over wall seconds of the timed loop, per job): the median of
+`--repeats` timed runs, every job's runs taken while all the others train. The confined
 configurations can be faster under contention, but a build does not use them:
 the CPUs XLA's threads run on change how its reductions split, and yat and
 yat_b amplify the difference (see docs/performance.md), so confining jobs would
@@ -37,8 +38,8 @@ REPO = Path(__file__).resolve().parents[1]
 SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false"  # as attnlab.training.runtime sets it for a 1-thread job
 
 
-def timed_steps(config: str, variant: str, steps: int, repeats: int) -> dict[str, float]:
-    """Steps per second and busy threads of the project's loop: the fastest of `repeats` runs after a warm-up."""
+def prepared_loop(config: str, variant: str, steps: int):
+    """The project's training loop for `config`'s model, compiled and run once (the warm-up)."""
     import numpy as np
 
     from attnlab.core.config import load_config
@@ -51,45 +52,62 @@ def timed_steps(config: str, variant: str, steps: int, repeats: int) -> dict[str
     loop = ProjectLoop(model_config(cfg, variant, TINYSHAKESPEARE_VOCAB), tokens, cfg["train"]["batch_size"],
                        max_steps=steps)
     loop.run(steps)
-    best_wall, best_cpu = float("inf"), 0.0
-    for _ in range(repeats):
-        cpu = time.process_time()
-        _, wall = loop.run(steps)
-        if wall < best_wall:
-            best_wall, best_cpu = wall, time.process_time() - cpu
-    return {"steps/s": steps / best_wall, "busy threads": best_cpu / best_wall}
+    return loop
 
 
 def worker(args) -> None:
-    """One measuring process: confines itself if told, then waits for the shared start so N run side by side."""
+    """One measuring process. It confines itself if told (before JAX starts, so XLA's pool sees that CPU
+    alone), compiles and warms up, says so and waits for the parent's go, so that N processes time their
+    steps side by side and never beside another's compilation. It prints the median of its timed runs and
+    then keeps training until the parent stops it, so every process is timed under the same contention
+    however fast each finishes."""
     if args.cpu is not None:
-        os.sched_setaffinity(0, {args.cpu})  # before JAX starts: its pool then sees one CPU
-    import jax  # noqa: F401  (started before the shared start time, as a build's job is before it trains)
-
-    while time.time() < args.start_at:
-        time.sleep(0.01)
-    print(json.dumps(timed_steps(args.config, args.variant, args.steps, args.repeats)))
+        os.sched_setaffinity(0, {args.cpu})
+    loop = prepared_loop(args.config, args.variant, args.steps)
+    print("ready", flush=True)
+    sys.stdin.readline()
+    walls, busy = [], []
+    for _ in range(args.repeats):
+        cpu = time.process_time()
+        _, wall = loop.run(args.steps)
+        walls.append(wall)
+        busy.append((time.process_time() - cpu) / wall)
+    median = sorted(range(len(walls)), key=walls.__getitem__)[len(walls) // 2]
+    print(json.dumps({"steps/s": args.steps / walls[median], "busy threads": busy[median]}), flush=True)
+    while True:  # load for the others until stopped
+        loop.run(args.steps)
 
 
 def side_by_side(cpus: list[int | None], args) -> list[dict[str, float]]:
     """One fresh process per entry of `cpus` (None: every CPU usable), all timed at once."""
     env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD}".strip())
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
-    start_at = time.time() + 10.0  # every process imported and ready before any measures
-    command = [sys.executable, __file__, "--worker", "--start-at", str(start_at), "--config", args.config,
-               "--variant", args.variant, "--steps", str(args.steps), "--repeats", str(args.repeats)]
+    command = [sys.executable, __file__, "--worker", "--config", args.config, "--variant", args.variant,
+               "--steps", str(args.steps), "--repeats", str(args.repeats)]
     procs = [subprocess.Popen(command + ([] if cpu is None else ["--cpu", str(cpu)]), env=env,
-                              stdout=subprocess.PIPE, text=True) for cpu in cpus]
-    outputs = [p.communicate()[0] for p in procs]
-    if any(p.returncode for p in procs):
-        raise SystemExit("a measuring process failed (its error is above)")
-    return [json.loads(out.strip().splitlines()[-1]) for out in outputs]
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for cpu in cpus]
+    try:
+        for proc in procs:
+            if proc.stdout.readline().strip() != "ready":
+                raise SystemExit("a measuring process failed before timing (its error is above)")
+        for proc in procs:
+            proc.stdin.write("go\n")
+            proc.stdin.flush()
+        lines = [proc.stdout.readline() for proc in procs]
+        if not all(lines):
+            raise SystemExit("a measuring process failed while timing (its error is above)")
+        return [json.loads(line) for line in lines]
+    finally:
+        for proc in procs:
+            proc.kill()
+            proc.wait()
 
 
 def configurations(n: int, usable: list[int]) -> dict[str, list[int | None]]:
     """The four ways to start jobs, by name: for each job, the CPU it is confined to (None: not confined)."""
+    pinned = f"{n} at once, own CPU" if n <= len(usable) else f"{n} at once, pinned over {len(usable)} CPUs"
     return {"alone": [None], "alone, 1 CPU": [usable[0]], f"{n} at once": [None] * n,
-            f"{n} at once, own CPU": [usable[i % len(usable)] for i in range(n)]}
+            pinned: [usable[i % len(usable)] for i in range(n)]}
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -103,7 +121,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
-    parser.add_argument("--start-at", type=float, default=0.0, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.worker:
         worker(args)

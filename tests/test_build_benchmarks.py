@@ -98,8 +98,11 @@ def test_the_cores_benchmark_prints_each_way_to_start_the_jobs(capsys):
 def test_the_cores_benchmark_confines_each_job_to_its_own_cpu():
     from benchmarks.cores import configurations
 
-    ways = configurations(3, [4, 7])
-    assert ways == {"alone": [None], "alone, 1 CPU": [4], "3 at once": [None] * 3, "3 at once, own CPU": [4, 7, 4]}
+    assert configurations(2, [4, 7]) == {"alone": [None], "alone, 1 CPU": [4], "2 at once": [None] * 2,
+                                         "2 at once, own CPU": [4, 7]}
+    more = configurations(3, [4, 7])
+    assert more["3 at once, pinned over 2 CPUs"] == [4, 7, 4], "more jobs than CPUs: not called their own CPU"
+    assert "3 at once, own CPU" not in more
 
 
 @pytest.mark.slow

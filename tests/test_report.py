@@ -162,6 +162,16 @@ def test_provenance_reads_as_words_not_raw_keys(workspace):
     assert facts["compute"].startswith(f"{len(runs) * 609 / 60:,.1f} GPU-minutes for {len(runs)} cells")
 
 
+def test_cpu_counts_sort_as_numbers_and_name_bundles_that_did_not_record_them(workspace):
+    runs = tables_of(workspace)["runs"]
+    column = "provenance.device.host_cpus"
+    runs[column] = [16, 2, 16.0] + [float("nan")] * (len(runs) - 3)
+    assert build.cpu_counts(runs) == ["2", "16", "not recorded"]
+    assert build.cpu_counts(runs.drop(columns=column)) == []
+    runs[column] = float("nan")
+    assert build.cpu_counts(runs) == [], "no bundle recorded them: no row, as for any unrecorded fact"
+
+
 def test_per_seed_values_fold_under_their_table(workspace):
     t = tables_of(workspace)
     frame, per_seed = telemetry.auroc_display(t["mass_auroc"], comparable=True)

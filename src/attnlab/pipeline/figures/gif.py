@@ -63,12 +63,13 @@ def drawn_frames(animation: Animation) -> list:
             animation.update(i)
             frames.append(grab_frame(fig))
         return frames
-    canvas, background, changing, frames = fig.canvas, None, [], []
+    canvas, background, frames = fig.canvas, None, []
+    changing = {}  # every artist some frame changed, once each (frames mostly return the same ones)
     for i in range(n_frames):
         artists = list(animation.update(i) or [])
         for artist in artists:
             artist.set_animated(True)
-        changing += artists
+            changing[id(artist)] = artist
         if background is None:
             canvas.draw()  # skips the animated artists
             background = canvas.copy_from_bbox(fig.bbox)
@@ -77,7 +78,7 @@ def drawn_frames(animation: Animation) -> list:
         for artist in artists:
             fig.draw_artist(artist)
         frames.append(Image.fromarray(np.asarray(canvas.buffer_rgba())[..., :3].copy()))
-    for artist in changing:
+    for artist in changing.values():
         artist.set_animated(False)
     return frames
 

@@ -334,9 +334,9 @@ class Plan:
 
     def pack_priority(self, pack: packs.Pack) -> int:
         """The pack's `priority:`, its training steps (cells x steps): of the packs ready at once Snakemake
-        starts the longest first, so a build does not end with one long pack beside an idle core, and any
-        training starts before a figure that needs none (the priority decides only the order of ready jobs,
-        never what reruns)."""
+        starts the longest first, so a build does not end with one long pack running while the other job slots
+        stand empty, and any training starts before a figure that needs none (the priority decides only the
+        order of ready jobs, never what reruns)."""
         return len(pack.cells) * self.cell_priority(pack)
 
     def cell_priority(self, wildcards) -> int:

@@ -138,14 +138,24 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
     kinds = _values(runs, "provenance.device.kind")
     counts = _values(runs, "provenance.device.count")
     add("device", [f"{', '.join(counts) or '?'} × {kind}" for kind in kinds])
-    cpus = _values(runs, "provenance.device.host_cpus")
-    add("CPUs a training job could use", sorted({f"{float(v):g}" for v in cpus}))
+    add("CPUs a training job could use", cpu_counts(runs))
     add("operating system", _values(runs, "provenance.platform"))
     add("XLA flags", _values(runs, "provenance.xla_flags"))
     jobs = _values(runs, "provenance.slurm_job_id")
     add("scheduler", [f"SLURM, {plural(len(jobs), 'job')}"] if jobs else ["local (no SLURM job)"])
     add("compute", [compute_used(runs)])
     return pd.DataFrame(rows, columns=["what", "value"])
+
+
+def cpu_counts(runs: pd.DataFrame) -> list[str]:
+    """The CPUs each cell's job could use, smallest first, and "not recorded" for bundles written before
+    provenance counted them (so a mixed build does not pass for a uniform one)."""
+    column = "provenance.device.host_cpus"
+    if column not in runs:
+        return []
+    counts = pd.to_numeric(runs[column], errors="coerce")
+    shown = [f"{v:g}" for v in sorted(set(counts.dropna()))]
+    return shown + (["not recorded"] if shown and counts.isna().any() else [])
 
 
 def compute_used(runs: pd.DataFrame) -> str:
@@ -161,7 +171,7 @@ def compute_used(runs: pd.DataFrame) -> str:
     loops = float(runs.wall_time_s.astype(float).sum()) / 60
     compiling = float(runs.compile_s.astype(float).sum()) / 60 if "compile_s" in runs else float("nan")
     kinds = _values(runs, "provenance.device.kind")
-    unit = ("job-minutes on CPU" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
+    unit = ("CPU job-minutes" if kinds == ["cpu"] else "GPU-minutes" if kinds == ["gpu"]
             else f"device-minutes ({', '.join(kinds) or 'device not recorded'})")
     total = loops + (compiling if finite(compiling) else 0)
     text = f"{total:,.1f} {unit} for {len(runs)} cells: training loops {loops:,.1f}"
