@@ -35,8 +35,7 @@ import numpy as np  # noqa: E402
 from attnlab.core.config import load_config  # noqa: E402
 from attnlab.core.config_types import model_config  # noqa: E402
 from attnlab.core.constants import TINYSHAKESPEARE_VOCAB  # noqa: E402
-from attnlab.training.flops import step_flops  # noqa: E402
-from benchmarks.cores import gemm_rates  # noqa: E402
+from attnlab.training.flops import matmul_rate, step_flops  # noqa: E402
 from benchmarks.train_step import ProjectLoop  # noqa: E402
 
 RUNTIME_EVENTS = ("Thunk", "$", "Pjit", "ThreadPool", "end: ")  # the runtime's own spans, not compiled ops
@@ -91,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"matrix products (YNNPACK fusions and dots) {1e3 * products:.2f} ms/step ({products / traced:.0%}); "
           f"everything else {1e3 * (traced - products):.2f} ms")
     flops = step_flops(mcfg, batch)
-    best_gemm = max(gemm_rates(repeats=3).values())
+    best_gemm = matmul_rate()  # a 1024^3 fp32 product, the best shape for this CPU's GEMM
     print(f"matmul FLOPs per step {flops / 1e9:.2f} G: {flops / step_s / 1e9:.1f} GFLOP/s over the step, "
           f"{flops / products / 1e9:.1f} over its matrix products alone, against the best fp32 GEMM "
           f"{best_gemm:.1f} GFLOP/s ({flops / step_s / 1e9 / best_gemm:.0%} and "

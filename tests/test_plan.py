@@ -164,6 +164,18 @@ def test_each_variants_contest_is_asked_for_on_its_own_once_its_sweep_is_chosen_
     assert sorted(split) == sorted(every.auto_cells())
 
 
+def test_with_rounds_collection_asks_for_every_later_contest_cell_through_one_function(workspace):
+    """Seeds added in rounds: a later round adds fixed-LR variants' cells too, and collection's grid depends on
+    the seed_round checkpoints, so one function asks for every contest cell not known up front (Snakemake then
+    makes collection wait for those checkpoints), as a build without auto variants needs as well."""
+    rounds = {"rounds": {"max_seeds": 6, "round_size": 2}}
+    plan = Plan(config_file(workspace, "default", contest=rounds), SRC)
+    assert plan.auto_cell_inputs() == {"auto": plan.auto_cells}
+    fixed = Plan(config_file(workspace, "default", contest={**rounds, "lr": {v: 3e-3 for v in plan.auto_variants()}}),
+                 SRC)
+    assert not fixed.auto_variants() and list(fixed.auto_cell_inputs()) == ["auto"]
+
+
 def test_a_training_cell_gets_its_folders_slice_and_a_memory_that_grows_with_the_model(workspace):
     plan = Plan(config_file(workspace), SRC)
     cell = SimpleNamespace(place="runs", variant="softmax", lr="0.003", seed="0")

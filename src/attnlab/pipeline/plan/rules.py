@@ -223,9 +223,16 @@ class Plan:
         return [b for b in bundles(k for k in cells if variant in (None, k.variant)) if b not in known]
 
     def auto_cell_inputs(self) -> dict:
-        """collect_tables' inputs of 'auto' contest cells, one input function per variant: Snakemake asks each
-        on its own, so a variant's contest can start as soon as its own sweep is chosen from, while the other
-        sweeps still train, and no core waits for the slowest sweep."""
+        """collect_tables' inputs of the contest cells known only once the build has run its checkpoints.
+
+        Without contest.rounds, one input function per 'auto' variant: Snakemake asks each on its own, so a
+        variant's contest can start as soon as its own sweep is chosen from, while the other sweeps still
+        train, and no core waits for the slowest sweep. With rounds, one function for every variant: a
+        round's seeds follow from all variants' cells (so every sweep comes first anyway), the later rounds
+        add cells of fixed-LR variants too, and asking for them is what makes collection wait for the
+        seed_round checkpoints its grid depends on."""
+        if self.rounds:
+            return {"auto": self.auto_cells}
         return {f"auto_{v}": functools.partial(self.auto_cells, variant=v) for v in self.auto_variants()}
 
     def missing_cells(self) -> list[str]:
