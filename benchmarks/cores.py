@@ -66,14 +66,13 @@ def worker(args) -> None:
     loop = prepared_loop(args.config, args.variant, args.steps)
     print("ready", flush=True)
     sys.stdin.readline()
-    walls, busy = [], []
+    runs = []  # (wall seconds, busy threads) of each timed run
     for _ in range(args.repeats):
         cpu = time.process_time()
         _, wall = loop.run(args.steps)
-        walls.append(wall)
-        busy.append((time.process_time() - cpu) / wall)
-    median = sorted(range(len(walls)), key=walls.__getitem__)[len(walls) // 2]
-    print(json.dumps({"steps/s": args.steps / walls[median], "busy threads": busy[median]}), flush=True)
+        runs.append((wall, (time.process_time() - cpu) / wall))
+    wall, busy = sorted(runs)[len(runs) // 2]  # the median run by wall time
+    print(json.dumps({"steps/s": args.steps / wall, "busy threads": busy}), flush=True)
     while True:  # load for the others until stopped
         loop.run(args.steps)
 
