@@ -1,10 +1,10 @@
 """`python benchmarks/cores.py`: where a build's training jobs run on this machine's CPUs, and what that costs.
 
-A build declares one core per training job, and each job asks XLA for one
-thread (`--xla_cpu_multi_thread_eigen=false`). That flag does not make the job
-single-threaded: XLA's CPU client still runs an intra-op pool over every CPU the
-process may use, and a lone job keeps more than one of them busy. So a build
-with N jobs at once on N CPUs has N pools competing for the same CPUs.
+A build declares one core per training job, and each job gives XLA's CPU
+client a pool of one thread (attnlab.training.runtime: `PJRT_NPROC`, and
+`--xla_cpu_multi_thread_eigen=false`), so a cell's numbers do not depend on
+how many CPUs the job may use. Whether a job is also confined to one CPU sets
+only its speed.
 
 This script times the project's training step (the default build's model
 unless told otherwise) in fresh processes, started as a build starts them, four
@@ -13,15 +13,15 @@ ways:
 - `alone`: one job, every CPU usable (a lone job in a build);
 - `alone, 1 CPU`: one job confined to one CPU before JAX starts;
 - `N at once`: N jobs, every CPU usable by each (a build's steady state);
-- `N at once, own CPU`: N jobs, each confined to its own CPU.
+- `N at once, own CPU`: N jobs, each confined to its own CPU (a SLURM job on a
+  cluster that confines its tasks).
 
 For each it prints steps per second per job, combined, and the busy threads
 (CPU seconds over wall seconds of the timed loop, per job): the median of
-`--repeats` timed runs, every job's runs taken while all the others train. The confined
-configurations can be faster under contention, but a build does not use them:
-the CPUs XLA's threads run on change how its reductions split, and yat and
-yat_b amplify the difference (see docs/performance.md), so confining jobs would
-move their training numbers away from the unconfined runs they are compared with.
+`--repeats` timed runs, every job's runs taken while all the others train.
+`--unfixed-pool` leaves the pool unset, as builds before the fixed pool ran:
+XLA then sizes it by the CPUs the process may use, a lone job keeps more than
+one CPU busy, and yat_b's numbers move with the CPU count (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -35,7 +35,6 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-SINGLE_THREAD = "--xla_cpu_multi_thread_eigen=false"  # as attnlab.training.runtime sets it for a 1-thread job
 
 
 def prepared_loop(config: str, variant: str, steps: int):
@@ -63,6 +62,10 @@ def worker(args) -> None:
     however fast each finishes."""
     if args.cpu is not None:
         os.sched_setaffinity(0, {args.cpu})
+    from attnlab.training.runtime import fix_cpu_pool
+
+    if not args.unfixed_pool:
+        fix_cpu_pool(1)  # as a one-thread training job does
     loop = prepared_loop(args.config, args.variant, args.steps)
     print("ready", flush=True)
     sys.stdin.readline()
@@ -79,10 +82,14 @@ def worker(args) -> None:
 
 def side_by_side(cpus: list[int | None], args) -> list[dict[str, float]]:
     """One fresh process per entry of `cpus` (None: every CPU usable), all timed at once."""
-    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD}".strip())
+    from attnlab.training.runtime import POOL_ENV, SINGLE_THREAD_FLAG
+
+    env = dict(os.environ, XLA_FLAGS=f"{os.environ.get('XLA_FLAGS', '')} {SINGLE_THREAD_FLAG}".strip())
+    env.pop(POOL_ENV, None)  # the worker sets the pool itself, or (--unfixed-pool) leaves it to XLA
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
     command = [sys.executable, __file__, "--worker", "--config", args.config, "--variant", args.variant,
-               "--steps", str(args.steps), "--repeats", str(args.repeats)]
+               "--steps", str(args.steps), "--repeats", str(args.repeats)] + (["--unfixed-pool"] if args.unfixed_pool
+                                                                             else [])
     procs = [subprocess.Popen(command + ([] if cpu is None else ["--cpu", str(cpu)]), env=env,
                               stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True) for cpu in cpus]
     try:
@@ -118,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", default="softmax")
     parser.add_argument("--steps", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--unfixed-pool", action="store_true",
+                        help="leave XLA's CPU pool unset (sized by the usable CPUs), as builds did before it was fixed")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--cpu", type=int, default=None, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
@@ -129,7 +138,8 @@ def main(argv: list[str] | None = None) -> int:
                          "run this benchmark on Linux")
     if args.processes < 1:
         raise SystemExit(f"--processes {args.processes}: give 1 or more")
-    print(f"{args.config} {args.variant}, {args.steps} steps a run, {len(usable)} usable CPUs")
+    pool = "unset (XLA sizes it by the usable CPUs)" if args.unfixed_pool else "1 thread"
+    print(f"{args.config} {args.variant}, {args.steps} steps a run, {len(usable)} usable CPUs, pool {pool}")
     print(f"{'jobs':<22}{'steps/s each':>14}{'combined':>10}{'busy threads each':>19}")
     for name, cpus in configurations(args.processes, usable).items():
         rates = side_by_side(cpus, args)

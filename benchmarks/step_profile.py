@@ -18,7 +18,6 @@ import argparse
 import collections
 import gzip
 import json
-import os
 import re
 import sys
 import tempfile
@@ -27,7 +26,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))  # run as a script: its sibling benchmarks import as benchmarks.*
-os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} --xla_cpu_multi_thread_eigen=false".strip()
+from attnlab.training.runtime import configure_runtime  # noqa: E402
+
+configure_runtime(1, None)  # a build job's runtime: the one-thread flag and a CPU pool of one thread
 
 import jax  # noqa: E402  (after XLA_FLAGS, which JAX reads once)
 import numpy as np  # noqa: E402

@@ -19,6 +19,8 @@ import yaml
 
 from processes import TEST_XLA_FLAGS  # quick compiles, for the test processes and every process they start
 
+POOL_ENV = "PJRT_NPROC"  # attnlab.training.runtime.POOL_ENV, named here so conftest imports no JAX
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_CORPUS = REPO.parent / "shared" / "data" / "tinyshakespeare.txt"
 # Where the smoke build's tables and bundle summaries are copied, for .ci/slurm-smoke to compare against.
@@ -106,6 +108,8 @@ def pytest_configure(config):
     identical numbers. .ci/run sets the same flags for its SLURM build,
     which it compares byte for byte with the tests' smoke build.
     """
+    config._attnlab_pool = os.environ.get(POOL_ENV)
+    os.environ[POOL_ENV] = "1"  # the pool every one-thread trainer fixes for itself, so in-process cells match
     given = os.environ.get("XLA_FLAGS", "")
     missing = [flag for flag in TEST_XLA_FLAGS if flag not in given.split()]  # CI's, or a worker's inherited
     if missing:
@@ -120,6 +124,11 @@ def pytest_configure(config):
 
 
 def pytest_unconfigure(config):
+    if hasattr(config, "_attnlab_pool"):
+        if config._attnlab_pool is None:
+            os.environ.pop(POOL_ENV, None)
+        else:
+            os.environ[POOL_ENV] = config._attnlab_pool
     cache = getattr(config, "_attnlab_compile_cache", None)
     if cache is not None:
         shutil.rmtree(cache, ignore_errors=True)

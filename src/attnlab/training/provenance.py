@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from attnlab.core.packages import installed_versions
+from attnlab.training.runtime import cpu_pool
 
 PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
 
@@ -34,9 +35,8 @@ def package_versions() -> dict:
 
 
 def usable_cpus() -> int:
-    """The CPUs this process may run on: XLA's CPU thread pool spreads over all of them, and on a CPU yat_b's
-    numbers move with how many there are (measured: the default model's final validation loss 1.9275 with two,
-    1.9632 pinned to one, a change in the second decimal), so a bundle records it."""
+    """The CPUs this process may run on. With the pool fixed (`cpu_pool`) they set only the speed, not the
+    numbers; without it XLA's pool spreads over all of them and yat_b's numbers moved with their count."""
     try:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # macOS, Windows: no affinity call; every CPU is usable
@@ -54,7 +54,7 @@ def collect() -> dict:
         "platform": platform.platform(),
         "hostname": platform.node(),
         "device": {"platform": device.platform, "kind": device.device_kind, "count": jax.device_count(),
-                   "host_cpus": usable_cpus()},
+                   "host_cpus": usable_cpus(), "cpu_pool": cpu_pool()},
         "xla_flags": os.environ.get("XLA_FLAGS", ""),
         "gpu_memory_fraction": os.environ.get("XLA_PYTHON_CLIENT_MEM_FRACTION"),  # None: JAX's default share
         "slurm_job_id": os.environ.get("SLURM_JOB_ID"),

@@ -1,6 +1,6 @@
-"""The training process's runtime: XLA's CPU threads, the compilation cache, and dying with its parent.
+"""The training process's runtime: XLA's CPU thread pool, the compilation cache, and dying with its parent.
 
-Set before JAX compiles anything, by both command lines that train.
+Set before JAX starts its backend, by both command lines that train.
 """
 
 from __future__ import annotations
@@ -16,12 +16,38 @@ import jax
 from attnlab.training.folder_lock import release_locks
 
 COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
-# Turns off Eigen's multi-threaded kernels; XLA's intra-op pool still spans every CPU the process may use.
+# Turns off Eigen's multi-threaded kernels; XLA's intra-op pool is sized by POOL_ENV below.
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"  # added once: XLA_FLAGS is part of every cache key
+# XLA's CPU client sizes its intra-op thread pool from this variable when it is set, and otherwise from the
+# CPUs the process may run on. How a matrix product's work is split over that pool decides the order of its
+# sums, so an unset pool made a cell's numbers depend on the host (yat_b's default cell: 1.9275 on two CPUs,
+# 1.9632 on one); a pool of the declared size gives the same numbers on any number of CPUs.
+POOL_ENV = "PJRT_NPROC"
+
+
+class RuntimeStartedError(RuntimeError):
+    """JAX's backend already exists, so the thread pool can no longer be set."""
+
+
+def fix_cpu_pool(threads: int) -> None:
+    """Give XLA's CPU client a pool of exactly `threads` threads, whatever the host; before JAX's backend starts."""
+    from jax._src import xla_bridge
+
+    wanted = str(int(threads))
+    if xla_bridge.backends_are_initialized() and os.environ.get(POOL_ENV) != wanted:
+        raise RuntimeStartedError(f"JAX's backend started before its CPU pool was set to {wanted} thread(s) "
+                                  f"({POOL_ENV}={os.environ.get(POOL_ENV)!r}); set the pool before any JAX call")
+    os.environ[POOL_ENV] = wanted
+
+
+def cpu_pool() -> int | None:
+    """The intra-op pool this process's XLA CPU client was given (None: unset, so as many as its CPUs)."""
+    value = os.environ.get(POOL_ENV, "")
+    return int(value) if value.isdigit() else None
 
 
 def configure_runtime(threads: int, compile_cache: Path | None) -> None:
-    """Set XLA's CPU threading and the compilation cache before JAX starts.
+    """Set XLA's CPU pool (`threads` threads on any host) and the compilation cache before JAX starts.
 
     The cache (--compile-cache, else $JAX_COMPILATION_CACHE_DIR) is named by its
     resolved path. JAX writes the cache folder's name into every program's
@@ -30,6 +56,7 @@ def configure_runtime(threads: int, compile_cache: Path | None) -> None:
     or a link from elsewhere) would otherwise hold two keys per program and
     never serve one process what another compiled.
     """
+    fix_cpu_pool(threads)
     flags = os.environ.get("XLA_FLAGS", "")
     if threads == 1 and SINGLE_THREAD_FLAG not in flags.split():
         os.environ["XLA_FLAGS"] = f"{flags} {SINGLE_THREAD_FLAG}".strip()

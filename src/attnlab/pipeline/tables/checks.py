@@ -67,6 +67,32 @@ def pack_mode(bundle: dict) -> str:
     return mode
 
 
+def cpu_pool(bundle: dict) -> str:
+    """The intra-op thread pool a CPU-trained bundle's XLA had (provenance.device.cpu_pool), as text: 'unset'
+    for one trained before the pool was fixed (as many threads as its CPUs), '' when it ran on an accelerator."""
+    provenance = bundle.get("provenance")
+    device = provenance.get("device") if isinstance(provenance, dict) else None
+    if not isinstance(device, dict) or device.get("platform", "cpu") != "cpu":
+        return ""
+    pool = device.get("cpu_pool")
+    return "unset" if pool is None else str(pool)
+
+
+def _one_numerics(bundles: list[dict], value_of, what: str, why: str, fix) -> None:
+    """Refuse bundles that differ in an execution setting which changes the numbers but names no folder."""
+    by_value: dict[str, list[str]] = {}
+    for b in bundles:
+        by_value.setdefault(value_of(b), []).append(str(b["path"]))
+    if len(by_value) > 1:
+        (fewer, folders), (more, _) = sorted(by_value.items(), key=lambda item: (len(item[1]), item[0]))[:2]
+        shown = ", ".join(folders[:SHOWN_STALE]) + (f" and {len(folders) - SHOWN_STALE} more"
+                                                    if len(folders) > SHOWN_STALE else "")
+        counts = ", ".join(f"{len(f)} {value or 'on an accelerator'}" for value, f in sorted(by_value.items()))
+        raise BundleError(f"the bundles compared here were trained with more than one {what} ({counts}); {why}, "
+                          f"so the comparison would mix two numerics. The {fewer or 'accelerator'} cells: {shown}. "
+                          f"{fix(fewer, more)}")
+
+
 def check_one_pack_mode(bundles: list[dict]) -> None:
     """Every bundle compared together was trained in one pack mode.
 
@@ -75,19 +101,23 @@ def check_one_pack_mode(bundles: list[dict]) -> None:
     an execution setting, not part of a cell's folder, so a workspace trained partly in each would compare
     two numerics without saying so; it is refused instead.
     """
-    by_mode: dict[str, list[str]] = {}
-    for b in bundles:
-        by_mode.setdefault(pack_mode(b), []).append(str(b["path"]))
-    if len(by_mode) > 1:
-        (fewer, folders), (more, _) = sorted(by_mode.items(), key=lambda item: (len(item[1]), item[0]))[:2]
-        shown = ", ".join(folders[:SHOWN_STALE]) + (f" and {len(folders) - SHOWN_STALE} more"
-                                                    if len(folders) > SHOWN_STALE else "")
-        counts = ", ".join(f"{len(f)} {mode}" for mode, f in sorted(by_mode.items()))
-        raise BundleError(f"the bundles compared here were trained in more than one pack mode ({counts}); a "
-                          "vmapped cell's numbers are close to the cell trained alone, not the same, so the "
-                          f"comparison would mix two numerics. The {fewer} cells: {shown}. Delete those folders "
-                          f"and build again with execution.pack_mode: {more} (or delete the others and use "
-                          f"{fewer})")
+    _one_numerics(bundles, pack_mode, "pack mode",
+                  "a vmapped cell's numbers are close to the cell trained alone, not the same",
+                  lambda fewer, more: (f"Delete those folders and build again with execution.pack_mode: {more} (or "
+                                       f"delete the others and use {fewer})"))
+
+
+def check_one_cpu_pool(bundles: list[dict]) -> None:
+    """Every CPU-trained bundle compared together had one XLA thread pool (attnlab.training.runtime).
+
+    The pool decides how a matrix product's sums are split, and the Yat kernels amplify that rounding over a
+    curve past their seed spread; a training job fixes it to its declared threads, so bundles differ here only
+    when some were trained before the pool was fixed, with another `threads`, or on an accelerator.
+    """
+    _one_numerics(bundles, cpu_pool, "CPU thread pool (or device)",
+                  "the pool sets the order of a matrix product's sums, which yat and yat_b amplify",
+                  lambda fewer, more: ("Delete those folders and build again (a training job's pool is its rule's "
+                                       "threads), or keep them apart in another results folder"))
 
 
 def check_in_grid(bundles: list[dict], grid: ContestGrid | dict) -> None:
@@ -144,6 +174,7 @@ def check_bundles(bundle_dirs: list[Path], expected: dict) -> list[dict]:
     for same_grid in by_root.values():
         check_cells(same_grid)
     check_one_pack_mode(bundles)
+    check_one_cpu_pool(bundles)
     check_expected(bundles, expected)
     return bundles
 

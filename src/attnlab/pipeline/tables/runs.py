@@ -10,7 +10,7 @@ import math
 
 from attnlab.core.bundle_format import BundleError
 from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
-from attnlab.pipeline.tables.checks import check_cells, check_one_pack_mode
+from attnlab.pipeline.tables.checks import check_cells, check_one_cpu_pool, check_one_pack_mode
 
 SCALAR_TYPES = (int, float, bool, str, type(None))
 # A cell is still improving when the last LATE_SHARE of its training lowered its best validation loss by more
@@ -25,12 +25,13 @@ def load_runs(bundle_dirs: list[Path]) -> tuple[pd.DataFrame, list[dict]]:
     """One row per cell with every scalar of its bundle (nested keys joined by '.'), and the bundles.
 
     A bundle whose variant, LR or seed disagrees with its folder
-    (<variant>/lr<lr>/seed<seed>), two bundles of one cell, or bundles of both pack modes stop the
+    (<variant>/lr<lr>/seed<seed>), two bundles of one cell, or bundles of both pack modes or two CPU pools stop the
     collection.
     """
     bundles = [read_bundle(Path(d)) for d in bundle_dirs]
     check_cells(bundles)
     check_one_pack_mode(bundles)
+    check_one_cpu_pool(bundles)
     for b in bundles:
         check_finite(b)
     rows = [flatten({k: v for k, v in b.items() if k not in ("files",)}) | late_gain(b) for b in bundles]
