@@ -30,6 +30,8 @@ COMPILE_CACHE_ENV = {"JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
                      "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "0"}
 # A built workspace for the tests that read a finished writeup (test_browser, test_pdf) instead of the smoke build.
 BROWSER_WORKSPACE_ENV = "ATTNLAB_BROWSER_WORKSPACE"
+# Where a copy of the smoke build is kept after the run (.ci/run hands it to the browser tests' run).
+SMOKE_KEEP_ENV = "ATTNLAB_SMOKE_WORKSPACE_KEEP"
 # Fixture -> xdist group: the session and module fixtures that train or build. built_writeup asks for
 # smoke_workspace at run time, where pytest cannot see the dependency.
 SHARED_BUILDS = {"smoke_workspace": "smoke", "built_writeup": "smoke",  # conftest
@@ -196,6 +198,8 @@ def smoke_workspace(tmp_path_factory, corpus_path):
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     if os.environ.get(SMOKE_REFERENCE_ENV):
         export_smoke_reference(ws, Path(os.environ[SMOKE_REFERENCE_ENV]))
+    if os.environ.get(SMOKE_KEEP_ENV):  # as built, for a later run's browser tests (.ci/run)
+        shutil.copytree(ws, os.environ[SMOKE_KEEP_ENV], symlinks=True)
     return ws
 
 

@@ -55,7 +55,7 @@ def runs_table(protocol: str) -> pd.DataFrame:
                      "provenance.git.commit": "0123456789abcdef0123456789abcdef01234567", "provenance.git.dirty": False,
                      "provenance.python": "3.11.7", "provenance.packages.jax": "0.10.2",
                      "provenance.packages.flax": "0.12.8", "provenance.device.kind": "gpu",
-                     "provenance.device.count": 1, "provenance.device.host_cpus": 16,
+                     "provenance.device.count": 1, "provenance.device.host_cpus": 16, "provenance.device.cpu_pool": 1,
                      "provenance.platform": "Linux-x86_64",
                      "provenance.slurm_job_id": np.nan,
                      "steps_per_s": 20.0 - (1.5 if variant == "a3" else 0) + 0.1 * seed,

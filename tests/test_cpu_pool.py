@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import os
+import shutil
 import subprocess
 
 import pytest
@@ -18,21 +19,23 @@ from processes import CODE_FINGERPRINT, build_xla_flags, environment, python_arg
 from test_pack import same_cell
 
 from attnlab.core.bundle_format import cell_dir
+from attnlab.training.cpu_slots import SLOTS_ENV
 
 USABLE = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
 
 
 def train_pack(cfg: dict, corpus, out_root, cpus: set[int] | None) -> subprocess.CompletedProcess:
     """The rules' trainer for one yat_b cell, compiled as a build compiles it, confined to `cpus` if given."""
-    args = python_args(["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", "yat_b",
+    confine = ["taskset", "-c", ",".join(map(str, sorted(cpus)))] if cpus is not None else []
+    args = confine + python_args(["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", "yat_b",
                         "--cell", "0.01,0", "--corpus", corpus, "--out-root", out_root,
                         "--code-fingerprint", CODE_FINGERPRINT])
-    confine = (lambda: os.sched_setaffinity(0, cpus)) if cpus is not None else None
-    return subprocess.run(args, env=environment(build_xla_flags()), preexec_fn=confine, capture_output=True,
-                          text=True, timeout=600)
+    env = build_xla_flags() | {SLOTS_ENV: "off"}  # no free CPU taken: the job may use every CPU it was given
+    return subprocess.run(args, env=environment(env), capture_output=True, text=True, timeout=600)
 
 
-@pytest.mark.skipif(len(USABLE) < 2, reason="needs two usable CPUs to compare one against several")
+@pytest.mark.skipif(len(USABLE) < 2 or not shutil.which("taskset"),
+                    reason="needs two usable CPUs to compare one against several, and taskset (util-linux)")
 def test_a_yat_b_cell_trains_to_the_same_bytes_on_every_cpu_and_on_one(tiny_cfg, corpus_path, tmp_path):
     """The default build's model: without the fixed pool this cell's validation loss differed by step 50
     (2.7257 with two CPUs, 2.7266 on one, 1.9275 against 1.9632 after 1,000 steps)."""
@@ -49,3 +52,41 @@ def test_a_yat_b_cell_trains_to_the_same_bytes_on_every_cpu_and_on_one(tiny_cfg,
     device = [json.loads((f / "bundle.json").read_text())["provenance"]["device"] for f in (a, b)]
     assert [d["host_cpus"] for d in device] == [len(USABLE), 1]
     assert [d["cpu_pool"] for d in device] == [1, 1]
+
+
+HOLD = ("import os, sys, threading\n"
+        "from pathlib import Path\n"
+        "from attnlab.training.cpu_slots import confine_to_free_cpus\n"
+        "threading.Thread(target=sys.stdin.read, daemon=True).start()  # a thread older than the confinement\n"
+        "got = confine_to_free_cpus(1)\n"
+        "threads = {sorted(os.sched_getaffinity(int(t.name)))[0] if len(os.sched_getaffinity(int(t.name))) == 1\n"
+        "           else -1 for t in Path('/proc/self/task').iterdir()}\n"
+        "print(got, len(os.sched_getaffinity(0)), sorted(threads), flush=True)\n"
+        "sys.stdin.readline()\n")
+
+
+@pytest.mark.skipif(len(USABLE) < 2, reason="needs two usable CPUs to hand out")
+def test_jobs_take_free_cpus_one_each_and_a_cpu_is_free_again_when_its_job_ends(tmp_path):
+    """Each job holds its own CPU, every thread of it kept there; with none free a job stays where it was
+    started; the kernel frees a job's CPU when it exits, so the next job takes it."""
+    env = environment({SLOTS_ENV: tmp_path / "slots"})
+    jobs, said = [], []
+    for _ in range(len(USABLE) + 1):
+        jobs.append(subprocess.Popen(python_args(["-c", HOLD]), env=env, stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, text=True))
+        said.append(jobs[-1].stdout.readline().strip().split(maxsplit=1))
+    try:
+        held = [json.loads(got) for got, _ in said[:-1]]
+        assert sorted(cpu for cpus in held for cpu in cpus) == USABLE, "one CPU each, every CPU once"
+        for (_, rest), cpus in zip(said, held):
+            assert rest == f"1 {cpus}", "the job, and each of its threads (the older one too), on its CPU alone"
+        assert said[-1][0] == "[]" and said[-1][1].startswith(f"{len(USABLE)} "), "none free: left as it was"
+        jobs[0].communicate("\n", timeout=60)
+        again = subprocess.Popen(python_args(["-c", HOLD]), env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                 text=True)
+        jobs.append(again)
+        assert json.loads(again.stdout.readline().split(maxsplit=1)[0]) == held[0], "the ended job's CPU"
+    finally:
+        for job in jobs:
+            job.kill()
+            job.wait()

@@ -159,6 +159,7 @@ def test_provenance_reads_as_words_not_raw_keys(workspace):
     assert facts["packages"] == "jax 0.10.2 · flax 0.12.8"
     assert facts["device"] == "1 × gpu" and facts["scheduler"] == "local (no SLURM job)"
     assert facts["CPUs a training job could use"] == "16"
+    assert facts["XLA CPU thread pool of a training job"] == "1"
     assert facts["compute"].startswith(f"{len(runs) * 609 / 60:,.1f} GPU-minutes for {len(runs)} cells")
 
 

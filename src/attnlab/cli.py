@@ -87,10 +87,11 @@ def train(cfg: dict, args) -> int:
     check_out_dir(args.out, key)
     corpus = fetch_corpus(cfg["data"], args.corpus)
     from attnlab.training.disk_full import DiskFullError
-    from attnlab.training.runtime import configure_runtime
+    from attnlab.training.runtime import configure_runtime, settle_on_cpus
     from attnlab.training.train import run_cell
 
     configure_runtime(args.threads, args.compile_cache)
+    settle_on_cpus(args.threads)
     try:
         run_cell(cell_slice(cfg), key, corpus, args.out, checkpoint_dir=args.checkpoint_dir,
                  code_fingerprint=training_fingerprint(args.variant))

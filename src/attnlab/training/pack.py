@@ -36,7 +36,7 @@ from attnlab.training.current import current_bundle
 from attnlab.training.disk_full import DiskFullError
 from attnlab.training.lockstep import run_lockstep
 from attnlab.training.phases import Phases
-from attnlab.training.runtime import configure_runtime, exit_with_parent
+from attnlab.training.runtime import configure_runtime, exit_with_parent, settle_on_cpus
 from attnlab.training.train import run_cell
 
 
@@ -130,8 +130,10 @@ def main(argv: list[str] | None = None) -> int:
         keys = [check_cell(args.variant, lr, seed) for lr, seed in args.cell]
         if len(set(keys)) != len(keys):
             raise ConfigError("a --cell is given twice; give each LR,SEED once")
+        mode = resolved_mode(args.mode)
+        settle_on_cpus(args.threads)
         done = run_pack(json.loads(args.cell_config), keys, args.corpus, args.out_root, args.checkpoint_dir,
-                        args.code_fingerprint, mode=resolved_mode(args.mode))
+                        args.code_fingerprint, mode=mode)
     except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

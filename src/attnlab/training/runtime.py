@@ -13,6 +13,7 @@ from pathlib import Path
 
 import jax
 
+from attnlab.training.cpu_slots import SLOTS_ENV, confine_to_free_cpus
 from attnlab.training.folder_lock import release_locks
 
 COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
@@ -38,6 +39,16 @@ def fix_cpu_pool(threads: int) -> None:
         raise RuntimeStartedError(f"JAX's backend started before its CPU pool was set to {wanted} thread(s) "
                                   f"({POOL_ENV}={os.environ.get(POOL_ENV)!r}); set the pool before any JAX call")
     os.environ[POOL_ENV] = wanted
+
+
+def settle_on_cpus(threads: int, log=print) -> None:
+    """On a CPU backend, keep the job on `threads` CPUs no other job holds (attnlab.training.cpu_slots): faster
+    beside other jobs, and the same numbers, since the pool is fixed. Call it once JAX's backend is up."""
+    if jax.default_backend() != "cpu":
+        return
+    cpus = confine_to_free_cpus(threads)
+    if cpus:
+        log(f"training on CPU {', '.join(map(str, cpus))} (held for this job; {SLOTS_ENV}=off leaves jobs free)")
 
 
 def cpu_pool() -> int | None:

@@ -47,7 +47,7 @@ from attnlab.training.folder_lock import FolderLock
 from attnlab.training.model import GPT
 from attnlab.training.phases import Phases
 from attnlab.training.progress import Progress
-from attnlab.training.runtime import configure_runtime, exit_with_parent
+from attnlab.training.runtime import configure_runtime, exit_with_parent, settle_on_cpus
 from attnlab.training.schedule import plateaued, schedule
 from attnlab.training.steps import evaluate, evaluate_windows, make_optimizer, train_chunk, window_attention
 from attnlab.training.summary import write_cell_bundle
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         exit_with_parent(args.watch_pid)
     try:
         key = check_cell(args.variant, args.lr, args.seed)
+        settle_on_cpus(args.threads)
         summary = run_cell(json.loads(args.cell_config), key, args.corpus, args.out,
                            checkpoint_dir=args.checkpoint_dir, code_fingerprint=args.code_fingerprint)
     except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:

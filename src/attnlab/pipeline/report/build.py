@@ -139,6 +139,7 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
     counts = _values(runs, "provenance.device.count")
     add("device", [f"{', '.join(counts) or '?'} × {kind}" for kind in kinds])
     add("CPUs a training job could use", cpu_counts(runs))
+    add("XLA CPU thread pool of a training job", cpu_counts(runs, "provenance.device.cpu_pool"))
     add("operating system", _values(runs, "provenance.platform"))
     add("XLA flags", _values(runs, "provenance.xla_flags"))
     jobs = _values(runs, "provenance.slurm_job_id")
@@ -147,10 +148,9 @@ def provenance_table(runs: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["what", "value"])
 
 
-def cpu_counts(runs: pd.DataFrame) -> list[str]:
-    """The CPUs each cell's job could use, smallest first, and "not recorded" for bundles written before
-    provenance counted them (so a mixed build does not pass for a uniform one)."""
-    column = "provenance.device.host_cpus"
+def cpu_counts(runs: pd.DataFrame, column: str = "provenance.device.host_cpus") -> list[str]:
+    """The CPUs each cell's job could use (or another count: its XLA pool), smallest first, and "not recorded"
+    for bundles written before provenance counted them (so a mixed build does not pass for a uniform one)."""
     if column not in runs:
         return []
     counts = pd.to_numeric(runs[column], errors="coerce")
