@@ -6,7 +6,8 @@ donated buffers) and a plain loop of the same model (numpy batches built on
 the host, one jitted step per Python iteration, the loss read back each step
 for logging), counts the matmul FLOPs of a step (forward and backward,
 attention included) and sets the achieved rate against this machine's fp32
-matrix-multiply rate measured in the same run. It also times the host's share
+matrix-multiply rate measured in the same run. Both loops run on a build job's runtime, XLA's CPU pool fixed to one
+thread, so the comparison is one core against one core. It also times the host's share
 of the project loop, drawing the seed's batch offsets (numpy `default_rng` per
 step), and prints it as a fraction of the step.
 """
@@ -14,6 +15,7 @@ step), and prints it as a fraction of the step.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import sys
 import time
@@ -32,7 +34,9 @@ from attnlab.core.constants import TINYSHAKESPEARE_VOCAB
 from attnlab.core.variants import BASELINE, VARIANTS
 from attnlab.training.flops import matmul_rate, step_flops
 from attnlab.training.batches import TRAIN_STREAM, stream_offsets, train_offsets
+from attnlab.training import model as model_module
 from attnlab.training.model import GPT
+from attnlab.training.runtime import configure_runtime
 from attnlab.training.steps import dropout_key, make_optimizer, train_chunk, train_step
 
 REPO = Path(__file__).resolve().parents[1]  # benchmarks/train_step.py -> the checkout
@@ -40,6 +44,18 @@ CONFIGS = ("smoke", "default", "paper")
 TIMED_STEPS = {"smoke": (200, 3), "default": (50, 3), "paper": (3, 2)}  # (steps, repeats)
 QUICK_STEPS = {"smoke": (100, 2), "default": (20, 2), "paper": (1, 2)}
 VOCAB = TINYSHAKESPEARE_VOCAB
+
+
+@contextlib.contextmanager
+def autodiff_linears():
+    """Models built inside use nnx.Linear's own gradients, as a research script's do, not the project's Dense
+    (attnlab.training.dense): the same parameters and numbers, the backward products laid out by XLA."""
+    saved = model_module.Dense
+    model_module.Dense = nnx.Linear
+    try:
+        yield
+    finally:
+        model_module.Dense = saved
 
 
 def setup(mcfg: ModelConfig, lr: float = 1e-3, seed: int = 0):
@@ -59,14 +75,16 @@ def plain_batch(tokens: np.ndarray, seed: int, step: int, block: int, batch: int
 class PlainLoop:
     """The research-script loop: host batches, one jitted step per iteration, loss read back each step.
 
-    Its model draws dropout masks the usual way (float uniforms): the fast
-    mask draw is one of the project loop's levers.
+    Its model draws dropout masks the usual way (float uniforms) and differentiates its Linear layers
+    automatically: the fast mask draw and the Dense layers' backward products are two of the project loop's
+    levers.
     """
 
     def __init__(self, mcfg: ModelConfig, tokens: np.ndarray, batch: int, seed: int = 0):
         self.mcfg = dataclasses.replace(mcfg, dropout_masks="bernoulli")
         self.tokens, self.batch, self.seed = tokens, batch, seed
-        graphdef, rest, optimizer, self.params, self.opt_state = setup(self.mcfg, seed=seed)
+        with autodiff_linears():
+            graphdef, rest, optimizer, self.params, self.opt_state = setup(self.mcfg, seed=seed)
         self.step_fn = jax.jit(partial(train_step, graphdef, rest, optimizer))
         start = time.perf_counter()
         x, y = plain_batch(tokens, seed, 0, self.mcfg.block_size, batch)
@@ -171,6 +189,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, default=None, help="token source (default: random tokens)")
     parser.add_argument("--csv", type=Path, default=None, help="also write the table here")
     args = parser.parse_args(argv)
+    configure_runtime(1, None)  # both loops on a build job's runtime: one thread, whatever the host
 
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, VOCAB, size=200_000, dtype=np.int32)  # the step's cost does not depend on the text

@@ -28,6 +28,7 @@ from flax import nnx
 from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import ModelConfig
 from attnlab.training.attention import score_class
+from attnlab.training.dense import Dense
 from attnlab.training.attention.base import ScoreOutput
 from attnlab.training.attention.blockwise import blockwise_attention
 from attnlab.training.masks import bits16_keep, random_uint16
@@ -66,11 +67,11 @@ class Attention(nnx.Module):
             raise ValueError("the blockwise path draws its dropout masks per key block: it needs dropout_masks "
                              "'bits16'")
         if kv_heads == cfg.heads:
-            self.qkv = nnx.Linear(cfg.d_model, 3 * cfg.d_model, rngs=rngs)  # the seed's layout and init, exactly
+            self.qkv = Dense(cfg.d_model, 3 * cfg.d_model, rngs=rngs)  # the seed's layout and init, exactly
         else:
-            self.q = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
-            self.kv = nnx.Linear(cfg.d_model, 2 * kv_heads * cfg.d_head, rngs=rngs)
-        self.proj = nnx.Linear(cfg.d_model, cfg.d_model, rngs=rngs)
+            self.q = Dense(cfg.d_model, cfg.d_model, rngs=rngs)
+            self.kv = Dense(cfg.d_model, 2 * kv_heads * cfg.d_head, rngs=rngs)
+        self.proj = Dense(cfg.d_model, cfg.d_model, rngs=rngs)
 
     def project(self, x) -> tuple[jnp.ndarray, jnp.ndarray, jnp.ndarray]:
         """x (B,T,d) -> q (B,T,H,D) and k, v (B,T,H,D), each key/value head repeated for its group of query heads."""
@@ -110,8 +111,8 @@ class Block(nnx.Module):
         self.ln_attn = nnx.LayerNorm(cfg.d_model, rngs=rngs)
         self.attn = Attention(cfg, rngs=rngs)
         self.ln_mlp = nnx.LayerNorm(cfg.d_model, rngs=rngs)
-        self.fc_in = nnx.Linear(cfg.d_model, cfg.d_ff, rngs=rngs)
-        self.fc_out = nnx.Linear(cfg.d_ff, cfg.d_model, rngs=rngs)
+        self.fc_in = Dense(cfg.d_model, cfg.d_ff, rngs=rngs)
+        self.fc_out = Dense(cfg.d_ff, cfg.d_model, rngs=rngs)
 
     def __call__(self, x, score, layer: int, keys, dense: bool = False) -> tuple[jnp.ndarray, ScoreOutput | None]:
         attended, out = self.attn(self.ln_attn(x), score, layer, keys[0], dense)
@@ -134,7 +135,7 @@ class GPT(nnx.Module):
         self.pos_embed = nnx.Embed(cfg.block_size, cfg.d_model, rngs=rngs) if cfg.position == "learned" else None
         self.blocks = nnx.List([Block(cfg, rngs=rngs) for _ in range(cfg.layers)])
         self.ln_final = nnx.LayerNorm(cfg.d_model, rngs=rngs)
-        self.head = nnx.Linear(cfg.d_model, cfg.vocab_size, rngs=rngs)
+        self.head = Dense(cfg.d_model, cfg.vocab_size, rngs=rngs)
         # Created last so the skeleton's initial weights do not depend on the variant.
         self.score = score_class(cfg.variant)(
             layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head, block_size=cfg.block_size, rngs=rngs,
