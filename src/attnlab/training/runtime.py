@@ -21,8 +21,8 @@ COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its pe
 SINGLE_THREAD_FLAG = "--xla_cpu_multi_thread_eigen=false"  # added once: XLA_FLAGS is part of every cache key
 # XLA's CPU client sizes its intra-op thread pool from this variable when it is set, and otherwise from the
 # CPUs the process may run on. How a matrix product's work is split over that pool decides the order of its
-# sums, so an unset pool made a cell's numbers depend on the host (yat_b's default cell: 1.9275 on two CPUs,
-# 1.9632 on one); a pool of the declared size gives the same numbers on any number of CPUs.
+# sums, so an unset pool made a cell's numbers depend on the host (a 1000-step default yat_b cell: 1.9239 on two
+# CPUs, 1.9146 on one); a pool of the declared size gives the same numbers on any number of CPUs.
 POOL_ENV = "PJRT_NPROC"
 
 
