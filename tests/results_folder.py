@@ -112,7 +112,8 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
     score = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "layer": layer,
                            "mean_max_score": top[v] * (1 + layer) / 8,
                            "max_score": top[v] * (1 + layer) / 6 * (1 + 0.1 * s),
-                           contract.SEED_MEAN_OVER_LAYERS: top[v] * 3.5 / 6 * (1 + 0.1 * s)}
+                           contract.SEED_MEAN_OVER_LAYERS: top[v] * 3.5 / 6 * (1 + 0.1 * s),
+                           contract.QUANTILE_COLUMN: top[v] * (1 + layer) / 60 * (1 + 0.05 * s)}
                           for v, lr, s in cells for layer in layers])
     entropy = pd.DataFrame([{"variant": v, "lr": lr, "seed": s, "mean": 0.5 + (0.2 if v.startswith("yat") else 0)
                              + 0.01 * s, contract.SHARE_SHARP: 0.2, contract.SHARE_DIFFUSE: 0.1} for v, lr, s in cells])

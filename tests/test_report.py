@@ -120,7 +120,7 @@ def test_every_claim_links_to_the_table_that_holds_its_evidence(workspace):
 ])
 def test_each_verdict_has_a_one_line_reason(verdict, interval, resolution, expected):
     row = pd.Series({"verdict": verdict, "interval": interval, "resolution": resolution,
-                     "check": "max score ratio; the claim: at least 100×"})
+                     "check": "max score ratio; threshold: at least 100×"})
     assert ledger.reason(row) == expected
 
 
@@ -135,7 +135,10 @@ def test_both_posts_and_the_catalogs_papers_are_cited_and_every_ledger_row_names
     assert set(table.source) <= set(ledger.sources()), "every source of the ledger has a citation"
     shown = ledger.ledger_html(table)
     assert all('<span class="post">' in c and html.escape(ledger.sources()[s]["short"]) in c
-               for s, c in zip(table.source, shown.claim))
+               for s, c in zip(table.source, shown["the source's words"]))
+    quoted = [c for s, c in zip(table.source, shown["the source's words"])
+              if s in (claims.KERNEL_POST, claims.A3_POST)]
+    assert all('<span class="words">' in c and "this project's name for it" in c for c in quoted)
     assert all(ledger.reference_number(s) in (1, 2, None) for s in table.source if s not in claims.PAPERS)
     assert [ledger.reference_number(s) for s in claims.PAPERS] == list(range(3, 3 + len(claims.PAPERS)))
 

@@ -421,3 +421,25 @@ def test_each_variant_may_sweep_its_own_lrs_and_a_best_lr_at_the_grid_edge_is_fl
         validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3]}}})
     with pytest.raises(ConfigError, match=r"sweep\.lrs\.a3\.0: 0\.0 is less than or equal to the minimum"):
         validate_config(copy.deepcopy(CFG) | {"sweep": {"seed": 0, "lrs": {"softmax": [1.0e-3], "a3": [0.0]}}})
+
+
+def test_holm_steps_down_where_each_claim_alone_would_pass():
+    """Three p-values each under 0.05: a per-claim rule settles all three; Holm's step-down holds the smallest
+    to 0.05 / 3 and settles none. With a small enough first p it goes on down the list."""
+    from attnlab.pipeline.statistics import holm
+
+    assert holm({"a": 0.03, "b": 0.04, "c": 0.045}) == set()
+    assert holm({"a": 0.001, "b": 0.02, "c": 0.045}) == {"a", "b", "c"}
+    assert holm({"a": 0.001, "b": 0.04, "c": 0.045}) == {"a"}
+    assert holm({"a": float("nan"), "b": 0.01}) == {"b"}, "a row without a test is outside the family"
+
+
+@pytest.mark.parametrize("shift", [0.0, 0.004, 0.01, 0.03])
+def test_a_verdicts_p_value_agrees_with_its_interval(shift):
+    """A one-sided p under 2.5% exactly when the 95% interval clears the threshold on that side."""
+    from attnlab.pipeline.statistics import mean_interval, one_sided
+
+    estimate = mean_interval([1.0 + shift, 1.01 + shift, 0.995 + shift])
+    verdict = one_sided(estimate, 1.0, above=True)
+    assert (verdict.word == "holds") == (verdict.p < 0.025)
+    assert 0 <= verdict.p <= 1

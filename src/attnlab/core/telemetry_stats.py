@@ -50,6 +50,8 @@ def summarise(arrays: dict[str, np.ndarray], tokens_per_batch: int) -> dict:
         "max_score_per_layer": arrays["max_score"].max(axis=0).tolist(),
         "max_score": float(arrays["max_score"].max()),
         "mean_max_score_per_layer": arrays["max_score"].mean(axis=0).tolist(),
+        # per layer, the 99.9th percentile of the visible scores of each held-out batch, averaged over batches
+        **({"q999_score_per_layer": arrays["q999_score"].mean(axis=0).tolist()} if "q999_score" in arrays else {}),
         "accuracy": float(arrays["correct"].mean()),
         "entropy": {
             "mean": float(every_row.mean()),

@@ -37,6 +37,10 @@ KERNEL_GAP_BAND = (0.005, 0.025)
 # "Orders of magnitude" (plural): the kernel's largest score at least this many times softmax's (the ledger's check,
 # attnlab.pipeline.claims.kernel_post_scores, and the rule that adds seeds).
 ORDERS_OF_MAGNITUDE = 100.0
+# The robust reading of the score scale beside the maximum: per layer, the 99.9th percentile of the visible
+# trained scores on the held-out batches (attnlab.core.telemetry_stats), in the score_scale table.
+QUANTILE_COLUMN = "q999_score"
+QUANTILE_NAME = "99.9th percentile"
 TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")  # the a3_vs_temperature table's arms, against the baseline
 DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same table
 
@@ -102,9 +106,10 @@ _TABLES = (
           + tuple(f"{v}_gain" for v in TEMPERATURE_ARMS) + ("softmax_t_share_of_a3_gain", "softmax_lr")
           + tuple(f"{v}_lr" for v in TEMPERATURE_ARMS)),
     # mean_max_score: that layer's max score per held-out batch, averaged over the batches; max_score: the
-    # largest over every batch; SEED_MEAN_OVER_LAYERS: the seed's mean over layers of max_score (every layer row).
+    # largest over every batch; SEED_MEAN_OVER_LAYERS: the seed's mean over layers of max_score (every layer row);
+    # QUANTILE_COLUMN: that layer's 99.9th percentile of visible scores per batch, averaged over the batches.
     Table("score_scale", "collect", "one contest cell and layer",
-          ("variant", "lr", "seed", "layer", "mean_max_score", "max_score", SEED_MEAN_OVER_LAYERS)),
+          ("variant", "lr", "seed", "layer", "mean_max_score", "max_score", SEED_MEAN_OVER_LAYERS, QUANTILE_COLUMN)),
     Table("mass_auroc", "collect", "one kernel contest cell",
           ("variant", "lr", "seed", "mass_auroc", "mass_correct_mean", "mass_wrong_mean")),
     Table("entropy", "collect", "one contest cell", ("variant", "lr", "seed", "mean", SHARE_SHARP, SHARE_DIFFUSE)),
@@ -130,8 +135,8 @@ _TABLES = (
           ("layer", "a3_entropy", "softmax_entropy", "entropy_diff", "a3_gate_mean", "a3_gate_init", "a3_bias_std",
            "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds")),
     Table("ledger", "ledger", "one claim",
-          ("source", "claim", "check", "measured", "published", "verdict", "interval", "seeds", "seeds_to_resolve",
-           "resolution", "protocol", "note", "preconditions", "lean")),
+          ("source", "claim", "quote", "check", "measured", "published", "verdict", "interval", "seeds",
+           "seeds_to_resolve", "resolution", "protocol", "note", "preconditions", "lean", "p_value", "holm")),
     # One study of the config's `studies:` (attnlab.pipeline.tables.study), written as study_<name>: per point
     # of its axes (the study's axis columns follow `study`), variant and LR, the best validation loss over the
     # seeds, paired with the baseline at the same point (delta_vs_softmax ...) and with the same variant at the
@@ -166,8 +171,8 @@ _TABLES = (
     # Every check of the ledger run on one point's cells alone (attnlab.pipeline.claims.rungs): its verdict
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
-          ("rung", "steps", "n_params", "series", "check", "source", "claim", "verdict", "measured", "interval",
-           "seeds", "protocol", "lean"), open=True),
+          ("rung", "steps", "n_params", "series", "check", "source", "claim", "quote", "verdict", "measured",
+           "interval", "seeds", "protocol", "lean"), open=True),
     # Seeds added until decided (contest.rounds, attnlab.pipeline.tables.rounds): one row per round and comparison the
     # rule reads, its confidence sequence over the seeds so far (cs_low, cs_high on the reported scale: a ratio
     # where `ratio`), its state, about how many seeds would decide it at the observed spread, the round's outcome

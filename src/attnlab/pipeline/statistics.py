@@ -26,7 +26,7 @@ import math
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 from scipy import stats
@@ -177,17 +177,19 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
     if n == 0:
         return Verdict(INCONCLUSIVE, NO_SEED)
     low, high = count_interval(k, n)
+    above = float(stats.binomtest(k, n, share, alternative="greater").pvalue) if 0 < share < 1 else math.nan
+    below = float(stats.binomtest(k, n, share, alternative="less").pvalue) if 0 < share < 1 else math.nan
     if low > share:
-        return Verdict(HOLDS)
+        return Verdict(HOLDS, p=above)
     if high < share:
-        return Verdict(CONTRADICTED)
+        return Verdict(CONTRADICTED, p=below)
     if k / n == share:
-        return Verdict(INCONCLUSIVE, "", math.inf)
+        return Verdict(INCONCLUSIVE, "", math.inf, p=p_least(above, below))
     for m in range(n + 1, MAX_SEEDS + 1):
         lo, hi = count_interval(round(k / n * m), m)
         if lo > share or hi < share:
-            return Verdict(INCONCLUSIVE, "", m)
-    return Verdict(INCONCLUSIVE, "", None)
+            return Verdict(INCONCLUSIVE, "", m, p=p_least(above, below))
+    return Verdict(INCONCLUSIVE, "", None, p=p_least(above, below))
 
 
 def slope_with_seed_effect(points: Mapping) -> Estimate:
@@ -322,6 +324,7 @@ class Verdict:
     reason: str = ""
     seeds_to_resolve: float | None = None
     side: str = ""
+    p: float = math.nan  # the one-sided p-value of the settled side (the likelier side when open); Holm reads it
 
     @property
     def resolution(self) -> str:
@@ -346,11 +349,48 @@ def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
         side = "on" if (estimate.mean > threshold) == above else "against"
         return Verdict(INCONCLUSIVE, estimate.reason,
                        side=f"the one seed falls {side} the claim's side" if estimate.n == 1 else "")
+    on_side = p_beyond(estimate, threshold, above)
+    against = p_beyond(estimate, threshold, not above)
     if (estimate.low > threshold) if above else (estimate.high < threshold):
-        return Verdict(HOLDS)
+        return Verdict(HOLDS, p=on_side)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
-        return Verdict(CONTRADICTED)
-    return _open(estimate, threshold)
+        return Verdict(CONTRADICTED, p=against)
+    return replace(_open(estimate, threshold), p=p_least(on_side, against))
+
+
+def holm(p_values: Mapping, alpha: float = 1 - CONFIDENCE) -> set:
+    """Holm's step-down over a family of p-values (key -> p): the keys whose null it rejects. The smallest p is
+    held to alpha / m, the next to alpha / (m − 1), ...; the first that fails stops the rest."""
+    ordered = sorted(((p, key) for key, p in p_values.items() if math.isfinite(p)), key=lambda pair: pair[0])
+    rejected = set()
+    for rank, (p, key) in enumerate(ordered):
+        if p > alpha / (len(ordered) - rank):
+            break
+        rejected.add(key)
+    return rejected
+
+
+def p_least(*ps: float) -> float:
+    """The smallest p-value, NaN ones left out (NaN if all are)."""
+    finite = [p for p in ps if math.isfinite(p)]
+    return min(finite) if finite else math.nan
+
+
+def p_most(*ps: float) -> float:
+    """The largest p-value; NaN if any part has none (an intersection of tests is as weak as its weakest)."""
+    return max(ps) if ps and all(math.isfinite(p) for p in ps) else math.nan
+
+
+def p_beyond(estimate: Estimate, threshold: float, above: bool) -> float:
+    """The one-sided t-test p-value that the mean lies above (or below) `threshold`, on the estimate's working
+    scale; NaN where the interval is not a t-interval over seeds (one seed, a confidence sequence)."""
+    if estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread):
+        return math.nan
+    bar = math.log(threshold) if estimate.ratio else threshold
+    if estimate.spread == 0:
+        return 0.0 if (estimate.center > bar) == above and estimate.center != bar else 1.0
+    t = (estimate.center - bar) / (estimate.spread / math.sqrt(estimate.n))
+    return float(stats.t.sf(t, estimate.n - 1) if above else stats.t.cdf(t, estimate.n - 1))
 
 
 def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
@@ -361,11 +401,13 @@ def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
         side = "inside" if low <= estimate.mean <= high else "outside"
         return Verdict(INCONCLUSIVE, estimate.reason,
                        side=f"the one seed falls {side} the claimed range" if estimate.n == 1 else "")
+    inside = p_most(p_beyond(estimate, low, True), p_beyond(estimate, high, False))  # both sides: two one-sided tests
+    outside = p_least(p_beyond(estimate, low, False), p_beyond(estimate, high, True))
     if low <= estimate.low and estimate.high <= high:
-        return Verdict(HOLDS)
+        return Verdict(HOLDS, p=inside)
     if estimate.high < low or estimate.low > high:
-        return Verdict(CONTRADICTED)
-    return _open(estimate, low, high)
+        return Verdict(CONTRADICTED, p=outside)
+    return replace(_open(estimate, low, high), p=p_least(inside, outside))
 
 
 def _open(estimate: Estimate, *thresholds: float) -> Verdict:
@@ -377,15 +419,16 @@ def _open(estimate: Estimate, *thresholds: float) -> Verdict:
 
 def every(*verdicts: Verdict) -> Verdict:
     """A claim made of parts that must all hold: contradicted if one part is, holds if all do."""
-    if any(v.word == CONTRADICTED for v in verdicts):
-        return Verdict(CONTRADICTED)
-    if all(v.word == HOLDS for v in verdicts):
-        return Verdict(HOLDS)
+    if any(v.word == CONTRADICTED for v in verdicts):  # one part refuted refutes the claim
+        return Verdict(CONTRADICTED, p=p_least(*(v.p for v in verdicts if v.word == CONTRADICTED)))
+    if all(v.word == HOLDS for v in verdicts):  # every part must hold: the weakest part's p (intersection-union)
+        return Verdict(HOLDS, p=p_most(*(v.p for v in verdicts)))
     open_parts = [v for v in verdicts if v.word != HOLDS]
     reason = "; ".join(dict.fromkeys(v.reason for v in open_parts if v.reason))
     side = "; ".join(dict.fromkeys(v.side for v in open_parts if v.side))
     needed = [v.seeds_to_resolve for v in open_parts]
-    return Verdict(INCONCLUSIVE, reason, None if any(n is None for n in needed) else max(needed), side)
+    return Verdict(INCONCLUSIVE, reason, None if any(n is None for n in needed) else max(needed), side,
+                   p=p_most(*(v.p for v in verdicts)))
 
 
 def not_testable(protocol: str) -> str:

@@ -17,6 +17,8 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
     weights = jnp.stack([o.weights for o in outputs])  # (L,B,H,T,T)
     result = {
         "max_score": jnp.stack([o.scores.max() for o in outputs]),  # (L,)
+        # the robust reading beside the maximum: a high quantile of the scores each query can see
+        "q999_score": jnp.stack([visible_quantile(o.scores, SCORE_QUANTILE) for o in outputs]),  # (L,)
         "correct": (logits.argmax(-1) == y),  # (B, T)
         "entropy": jnp.stack([normalised_entropy(row_distribution(o), visible, min_keys)
                               for o in outputs]),  # (L,B,H,T)
@@ -36,6 +38,16 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
         result["bias_sum"] = jnp.stack([o.bias.sum(axis=(0, 2)) for o in outputs])
         result["bias_sq"] = jnp.stack([(o.bias**2).sum(axis=(0, 2)) for o in outputs])
     return result
+
+
+SCORE_QUANTILE = 0.999  # attnlab.pipeline.contract.QUANTILE_NAME
+
+
+def visible_quantile(scores: jnp.ndarray, q: float) -> jnp.ndarray:
+    """The q-quantile of one batch's scores (B, H, T, T) over the causally visible (query, key) pairs only: a
+    masked score is no score the model computed a weight from."""
+    rows, cols = jnp.tril_indices(scores.shape[-1])
+    return jnp.quantile(scores[..., rows, cols].astype(jnp.float32), q)
 
 
 def kurtosis(values: jnp.ndarray) -> jnp.ndarray:

@@ -38,14 +38,15 @@ every check in order. The names below are importable from here.
 """
 
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
-                                             a3_overhead_small, a3_starts_at_softmax, a3_valid_distributions,
-                                             early_and_deep)
+                                             a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
+                                             a3_valid_distributions, early_and_deep)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
 from attnlab.pipeline.claims.common import (A3_POST, BEYOND, KERNEL_POST, LATER_POST, PAPERS, SOURCES, Claim,
                                             contest_losses, published)
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
-                                                        kernel_more_diffuse, kernel_scores_larger,
+                                                        kernel_more_diffuse, kernel_scores_five_orders,
+                                                        kernel_scores_larger,
                                                         learned_scalars_specialise, mass_auroc_null,
                                                         matched_lr_scores)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
@@ -54,7 +55,7 @@ from attnlab.pipeline.claims.ledger import CHECKS, build_protocol, ledger, load_
 __all__ = ["A3_POST", "BEYOND", "CHECKS", "Claim", "KERNEL_POST", "LATER_POST", "PAPERS", "SOURCES", "a3_composes",
            "a3_compute_overhead_small", "ablation_barely_moves_entropy", "learned_scalars_specialise",
            "a3_early_layers_softer", "a3_gain_is_per_token", "a3_overhead_small", "a3_starts_at_softmax",
-           "a3_valid_distributions", "ablation_untames", "build_protocol", "contest_losses", "early_and_deep",
-           "kernel_gap", "kernel_lr_band", "kernel_more_diffuse", "kernel_scores_larger", "ledger", "load_tables",
-           "main", "mass_auroc_null", "matched_lr_scores", "published", "softmax_dies_at_high_lr",
-           "softmax_over_kernel"]
+           "a3_starts_close", "a3_valid_distributions", "ablation_untames", "build_protocol", "contest_losses",
+           "early_and_deep", "kernel_gap", "kernel_lr_band", "kernel_more_diffuse", "kernel_scores_five_orders",
+           "kernel_scores_larger", "ledger", "load_tables", "main", "mass_auroc_null", "matched_lr_scores",
+           "published", "softmax_dies_at_high_lr", "softmax_over_kernel"]

@@ -7,19 +7,22 @@ import math
 
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, lr_text, table_of, untestable
 from attnlab.pipeline.statistics import every, one_sided
 from attnlab.pipeline.estimate_text import describe
 
-RULE = pp.Rule("(a control no post runs)", "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
+RULE = pp.Rule(words.CONTROL, "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
                "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",
-               "both above 0", "the claim's direction", (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+               "both above 0", "0: the direction this project asks about",
+               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
 
 
 def a3_gain_is_per_token(t, pub, protocol) -> Claim:
     claim = Claim(BEYOND, "A3's gain over softmax is its per-token temperature: a learned per-head temperature "
                   "(softmax_t, the same start) does not close it",
                   RULE.text(), "–", "not in the posts", "")
+    claim.quote = RULE.quote()
     table = table_of(t, "a3_vs_temperature")
     needed = {"seed", "softmax_best_val", "a3_best_val", "softmax_t_best_val"}
     if table.empty or not needed <= set(table.columns) or table[list(needed)].isna().all().any():

@@ -38,8 +38,8 @@ KERNELS = ("yat_b", "yat")
 @dataclass
 class Claim:
     source: str  # which post makes it (SOURCES)
-    claim: str  # the claim in a sentence
-    check: str  # what is computed from the tables
+    claim: str  # the claim, named in this project's words (the source's own are `quote`)
+    check: str  # this project's reading: what is computed from the tables, the threshold and its edges' source
     measured: str
     published: str
     verdict: str  # one of statistics.VERDICTS ("not testable at <protocol>", "inconclusive at <protocol>")
@@ -51,6 +51,9 @@ class Claim:
     note: str = ""  # conditions: LRs compared, what a published number mixes, what drives a result
     preconditions: str = ""  # the claim's protocol preconditions at this build: which failed, which were met
     lean: str = ""  # off the claim's protocol: what the data at this protocol alone would say
+    quote: str = ""  # the source's words, verbatim with their section, or why there are none (claims.words)
+    p_value: float = math.nan  # the one-sided p-value of the verdict's side (statistics.Verdict.p)
+    holm: str = ""  # in the family of the posts' trained claims: whether the verdict survives Holm's step-down
 
 
 def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=None,
@@ -58,6 +61,7 @@ def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=N
     """The claim with its verdict, its intervals ('label: 95% CI [a, b]' per estimate) and its seeds; a settled
     verdict carries `stability` (how many seeds would make it stable) as its resolution."""
     claim.verdict = verdict.word
+    claim.p_value = verdict.p
     shown = []
     for label, e in estimates.items():
         text = interval_text(e, fmt) + (f" ({e.noise})" if e.noise and e.has_interval else "")
@@ -135,6 +139,7 @@ def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5
     verdict = statistics.count_verdict(k, n, share)
     low, high = statistics.count_interval(k, n)
     claim.verdict = verdict.word
+    claim.p_value = verdict.p
     claim.seeds = n
     claim.interval = (f"share {statistics.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
                       if n else f"none: {statistics.NO_SEED}")

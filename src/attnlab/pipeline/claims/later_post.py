@@ -6,13 +6,14 @@ from __future__ import annotations
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
+from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, contest_losses, contest_lr_text,
                                             contest_row, judged, untestable)
 from attnlab.pipeline.statistics import one_sided
 from attnlab.pipeline.estimate_text import describe
 
-RULE = pp.Rule("a softmax over the kernel trains better than its l1 normalisation", "yat_b_exp − yat_b best "
-               "validation loss, paired by contest seed, each at its contest LR", "below 0", "the post's direction",
+RULE = pp.Rule(words.LATER, "yat_b_exp − yat_b best validation loss, paired by contest seed, each at its contest "
+               "LR", "below 0", "0: the direction the later post reported",
                (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
 
 
@@ -23,6 +24,7 @@ def softmax_over_kernel(t, pub, protocol) -> Claim:
                   RULE.text(), "–",
                   f"{exp['mean']:.4f} ± {exp['std']:.4f} vs {l1['mean']:.4f} ± {l1['std']:.4f} "
                   f"({exp['mean'] - l1['mean']:+.4f})" if exp and l1 else "–", "")
+    claim.quote = RULE.quote()
     note = ("the later post's figure; it states no LR for it (yat_b's 3e-3 assumed in published.yaml); "
             "the same kappa and parameters, only the normaliser differs")
     a, b = contest_losses(t, "yat_b_exp"), contest_losses(t, "yat_b")

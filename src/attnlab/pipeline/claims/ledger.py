@@ -16,21 +16,24 @@ import pandas as pd
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.plan import build_manifest
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
-                                             a3_overhead_small, a3_starts_at_softmax, a3_valid_distributions)
+                                             a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
+                                             a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
-from attnlab.pipeline.claims.common import published
+from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, published
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
-                                                        kernel_more_diffuse, kernel_scores_larger,
-                                                        learned_scalars_specialise, mass_auroc_null)
+                                                        kernel_more_diffuse, kernel_scores_five_orders,
+                                                        kernel_scores_larger, learned_scalars_specialise,
+                                                        mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.scale import scale_claims
 from attnlab.pipeline.claims.score_papers import CHECKS as PAPER_CHECKS
 from attnlab.pipeline.tables.display import display, write_table
 
-CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_larger, ablation_untames,
-          learned_scalars_specialise, mass_auroc_null, kernel_more_diffuse, ablation_barely_moves_entropy,
-          a3_valid_distributions, a3_starts_at_softmax, a3_early_layers_softer, a3_overhead_small,
+CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_five_orders, kernel_scores_larger,
+          ablation_untames, learned_scalars_specialise, mass_auroc_null, kernel_more_diffuse,
+          ablation_barely_moves_entropy, a3_valid_distributions, a3_starts_at_softmax, a3_starts_close,
+          a3_early_layers_softer, a3_overhead_small,
           a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token, *PAPER_CHECKS)
 
 
@@ -83,7 +86,23 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
         for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
             claim.protocol = claim.protocol or protocol
             rows.append(asdict(claim))
-    return pd.DataFrame(rows, columns=contract.columns("ledger"))
+    table = pd.DataFrame(rows, columns=contract.columns("ledger"))
+    table["holm"] = holm_column(table)
+    return table
+
+
+POSTS = (KERNEL_POST, A3_POST)  # Holm's family: the two posts' claims that an experiment judged
+SURVIVES, FALLS = "survives Holm", "does not survive Holm"
+
+
+def holm_column(table: pd.DataFrame) -> list[str]:
+    """Per row: whether its verdict survives Holm's step-down over the family of the posts' claims judged by a
+    test (a finite p-value), '' outside the family. Only a settled verdict (holds, contradicted) can survive;
+    an open one is in the family, and counts toward its size, all the same."""
+    family = table.source.isin(POSTS) & pd.to_numeric(table.p_value, errors="coerce").notna()
+    rejected = statistics.holm({i: float(table.p_value[i]) for i in table.index[family]})
+    settled = table.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])
+    return [("" if not family[i] else SURVIVES if i in rejected and settled[i] else FALLS) for i in table.index]
 
 
 def sequential_rounds(tables: dict[str, pd.DataFrame]) -> tuple[float | None, str]:

@@ -14,7 +14,7 @@ claim's number rests on (its Rule):
 - PLATEAU: no cell read is still improving (runs.csv's `improving`: the last
   fifth of its training lowered its best loss by more than half a percent,
   attnlab.pipeline.tables.runs);
-- LAYERS: enough layers to tell early from deep ones (two).
+- LAYERS: enough layers to tell early from deep ones (four: two on each side).
 """
 
 from __future__ import annotations
@@ -24,34 +24,40 @@ from dataclasses import dataclass
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline.claims.words import Words
 from attnlab.pipeline.formatting import lr_text
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 OWN_BEST_LR = "each variant at its own best sweep LR"
 INSIDE_GRID = "that LR inside its sweep grid"
 PLATEAU = "cells trained to a plateau"
-LAYERS = "at least two layers"
+LAYERS = "at least four layers"
 PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS)
-MIN_LAYERS = 2
+MIN_LAYERS = 4  # two early and two deep layers: with one on each side, depth is one layer's own effect
+READING = "this project's reading"  # how the check column is labelled: never the post's words
 
 
 @dataclass(frozen=True)
 class Rule:
-    """A check written from its claim: the post's words, the quantity that would come out differently were the
-    claim false, the threshold and where it comes from, and the preconditions of the claim's protocol."""
+    """A check written from its claim: the source's words (attnlab.pipeline.claims.words), then this project's
+    reading of them: the quantity that would come out differently were the claim false, the threshold and where
+    each edge of it comes from, and the preconditions of the claim's protocol."""
 
-    words: str
+    words: Words
     quantity: str
     threshold: str
-    source: str  # where the threshold comes from: the post's words, its numbers, or this project's reading
+    source: str  # where the threshold's edges come from: the post's words, its own figures, or this project
     needs: tuple[str, ...] = ()
-    speaker: str = "the post"  # whose words `words` are ("the paper's title" for a paper quoted by its title)
+
+    def quote(self) -> str:
+        """The ledger's quote column: the words, verbatim, with their section."""
+        return self.words.cited()
 
     def text(self) -> str:
-        """The ledger's check column: all four, in one line."""
+        """The ledger's check column: this project's reading, in one line."""
         needs = "; ".join(self.needs) if self.needs else "none (no training protocol enters it)"
-        return (f"{self.speaker}: “{self.words}”; measured: {self.quantity}; the claim: {self.threshold} "
-                f"({self.source}); needs: {needs}")
+        return (f"{READING}: measured: {self.quantity}; threshold: {self.threshold}; its edges: {self.source}; "
+                f"needs: {needs}")
 
 
 @dataclass(frozen=True)

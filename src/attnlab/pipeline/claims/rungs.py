@@ -76,8 +76,8 @@ def rung_claims(cells: list[tuple[CellKey, dict]], protocol: str, pub: dict | No
             claim = check(tables, pub, at)
             rows.append({"rung": int(where.rung), **{a: where[a] for a in axes}, STEPS: int(where[STEPS]),
                          "n_params": n_params, "series": where.series, "check": check.__name__,
-                         **{k: v for k, v in asdict(claim).items() if k in ("source", "claim", "verdict", "measured",
-                                                                            "interval", "seeds", "lean")},
+                         **{k: v for k, v in asdict(claim).items() if k in ("source", "claim", "quote", "verdict",
+                                                                            "measured", "interval", "seeds", "lean")},
                          "protocol": at})
     table = pd.DataFrame(rows, columns=claims_columns(axes))
     order = {check.__name__: i for i, check in enumerate(CHECKS)}

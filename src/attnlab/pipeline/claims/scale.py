@@ -21,7 +21,8 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline import estimate_text
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import (A3_POST, KERNEL_POST, Claim, at_protocol, judged, stability_text,
+from attnlab.pipeline.claims import words
+from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, judged, stability_text,
                                             table_of, untestable)
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
@@ -121,9 +122,10 @@ def _trend_claim(t, protocol: str, claim: Claim, variant: str, sign: float, publ
 
 def a3_benefit_shrinks(t, pub, protocol) -> Claim:
     claim = Claim(A3_POST, "A³'s benefits shrink as models scale up",
-                  f"A³'s paired gain over {BASELINE} ({BASELINE} − A³ best validation loss, same seed and rung) "
-                  f"against log10 parameters: the slope is below 0", "–",
-                  "qualitative: “the headroom is largest in small and mid-sized models”", "")
+                  f"this project's reading: measured: A³'s paired gain over {BASELINE} ({BASELINE} − A³ best "
+                  "validation loss, same seed and rung) against log10 parameters; threshold: the slope below 0; its "
+                  "edges: 0, the post's direction (it gives no size)", "–",
+                  "qualitative", "", quote=words.SHRINKS.cited())
     return _trend_claim(t, protocol, claim, "a3", -1.0, "")
 
 
@@ -135,9 +137,10 @@ def kernel_gap_closes(variant: str):
         paper = [(lr, e["mean"] - base["mean"]) for (v, lr), e in entries.items() if v == variant and base]
         published = "; ".join(f"{d:+.4f} nats at {params_text(pub['params'][BASELINE])} (LR {format_lr(lr)})"
                               for lr, d in paper) or "–"
-        claim = Claim(KERNEL_POST, f"{variant}'s gap to {BASELINE} closes with scale",
-                      f"{variant} − {BASELINE} best validation loss (same seed and rung) against log10 parameters: "
-                      "the slope is below 0", "–", published, "")
+        claim = Claim(BEYOND, f"{variant}'s gap to {BASELINE} closes with scale",
+                      f"this project's reading: measured: {variant} − {BASELINE} best validation loss (same seed "
+                      "and rung) against log10 parameters; threshold: the slope below 0; its edges: 0, the "
+                      "direction this project asks about", "–", published, "", quote=words.KERNEL_SCALE.cited())
         note = ("the published gaps are each variant at its own LR against softmax at 3e-4, trained 12,000 steps"
                 if paper else "")
         return _trend_claim(t, protocol, claim, variant, 1.0, note)
@@ -155,12 +158,14 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
     size = rows[rows.series == SIZE]
     last = size.iloc[-1] if len(size) else rows.iloc[-1]
     claim = Claim(last.source, f"{ON_THE_LADDER}{last.claim}",
-                  "its own check on each rung's cells alone (every variant at its ladder LR, the ladder's seeds): "
-                  "the smallest rung where it holds; the verdict is the largest rung's", "–", "–",
+                  "this project's reading: its own check on each rung's cells alone (every variant at its "
+                  "ladder LR, the ladder's seeds): the smallest rung where it holds; the verdict is the largest "
+                  "rung's", "–", "–",
                   str(last.verdict),
                   interval=str(last.interval) if pd.notna(last.interval) else "", seeds=int(last.seeds),
                   protocol=str(last.protocol),
-                  lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "")
+                  lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "",
+                  quote=str(last.quote) if "quote" in last and pd.notna(last.quote) else "")
     holding = size[size.verdict.map(statistics.verdict_word).isin(HOLDING)]
     if len(holding):
         first = holding.iloc[0]

@@ -22,6 +22,7 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, SSMAX_PAPER,
                                             STICKBREAKING_PAPER, Claim, at_protocol, contest_losses,
                                             contest_lr_text, contest_values, judged, pct, table_of, untestable)
+from attnlab.pipeline.claims.words import title
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.estimate_text import describe, interval_text
 from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
@@ -29,7 +30,6 @@ from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one
 SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority margin (module docstring)
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
 NEEDS = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
-TITLE = "the paper's title"
 LONGER_CONTEXT = ("no cell was evaluated beyond its training block: that needs cells without position embeddings "
                   "(model.position: none) evaluated at longer windows (train.eval_context_multiples), as "
                   "config/length.yaml trains them")
@@ -104,25 +104,27 @@ def lower_loss_at_longer_contexts(t, claim: Claim, variant: str, rule: pp.Rule, 
 
 
 STICKBREAKING_RULE = pp.Rule(
-    "Scaling Stick-Breaking Attention", "stickbreaking / softmax validation loss at each window longer than the "
-    "training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "'extrapolates better' read as a lower loss than softmax at every longer window", NEEDS, speaker=TITLE)
+    title("Scaling Stick-Breaking Attention"), "stickbreaking / softmax validation loss at each window longer "
+    "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
+    "'extrapolates better' read as a lower loss than softmax at every longer window", NEEDS)
 SSMAX_RULE = pp.Rule(
-    "Scalable-Softmax Is Superior for Attention", "ssmax / softmax validation loss at each window longer than the "
-    "training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "the paper's lower loss at longer contexts than trained on", NEEDS, speaker=TITLE)
+    title("Scalable-Softmax Is Superior for Attention"), "ssmax / softmax validation loss at each window longer "
+    "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
+    "the paper's lower loss at longer contexts than trained on", NEEDS)
 
 
 def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
     claim = Claim(STICKBREAKING_PAPER, "stick-breaking attention, trained at one context length, extrapolates to "
                   "longer ones better than softmax", STICKBREAKING_RULE.text(), "–",
                   "qualitative (Tan et al. 2024, arXiv:2410.17980)", "")
+    claim.quote = STICKBREAKING_RULE.quote()
     return lower_loss_at_longer_contexts(t, claim, "stickbreaking", STICKBREAKING_RULE, protocol)
 
 
 def ssmax_longer_contexts(t, pub, protocol) -> Claim:
     claim = Claim(SSMAX_PAPER, "Scalable-Softmax gives a lower loss than softmax at contexts longer than trained on",
                   SSMAX_RULE.text(), "–", "qualitative (Nakanishi 2025, arXiv:2501.19399)", "")
+    claim.quote = SSMAX_RULE.quote()
     return lower_loss_at_longer_contexts(t, claim, "ssmax", SSMAX_RULE, protocol)
 
 
@@ -130,11 +132,12 @@ def ssmax_longer_contexts(t, pub, protocol) -> Claim:
 
 
 SELECTIVE_RULE = pp.Rule(
-    "Selective Attention Improves Transformer", "selective / softmax with twice the heads (the study `heads`, "
-    "at the same model width, so each head half as wide), best validation loss paired by contest seed, each at "
+    title("Selective Attention Improves Transformer"),
+    "selective / softmax with twice the heads (the study `heads`, at the same model width, so each head half as "
+    "wide), best validation loss paired by contest seed, each at "
     "its contest LR",
     f"the ratio within {2 - SAME_LOSS:.2f}–{SAME_LOSS:.2f}: 'as well as', this project's loss margin both ways",
-    "the paper's 'performs as well as standard transformers with about twice the heads'", NEEDS, speaker=TITLE)
+    "the paper's 'performs as well as standard transformers with about twice the heads'", NEEDS)
 NO_TWICE = ("no softmax cells with twice the heads: a study named `heads` setting model.heads to twice the "
             "config's, for softmax, at the contest's seeds (as config/catalog.yaml has)")
 
@@ -160,6 +163,7 @@ def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
     claim = Claim(SELECTIVE_PAPER, "selective attention matches softmax with about twice the heads (a comparison "
                   "of unequal sizes on purpose)", SELECTIVE_RULE.text(), "–",
                   "qualitative (Leviathan et al. 2024, arXiv:2410.02703)", "")
+    claim.quote = SELECTIVE_RULE.quote()
     why = missing(t, "selective")
     twice, heads, unread = twice_the_heads(t)
     runs = table_of(t, "runs")
@@ -186,12 +190,12 @@ def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
 
 
 SOFTPICK_RULE = pp.Rule(
-    "No Attention Sink", "the share of layer x head pairs with an attention sink (mean weight on the window's first "
-    "key above 0.3, Gu et al. 2024's sink rate) in softpick's contest cells, all seeds pooled; softpick / softmax "
+    title("No Attention Sink"),
+    "the share of layer x head pairs with an attention sink (mean weight on the window's first key above 0.3, Gu "
+    "et al. 2024's sink rate) in softpick's contest cells, all seeds pooled; softpick / softmax "
     "best validation loss, paired by seed",
     f"sink share below {SINK_SHARE:.0%} (exact binomial interval) and the loss ratio below {SAME_LOSS:.2f}",
-    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", NEEDS,
-    speaker=TITLE)
+    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", NEEDS)
 
 
 def below_share(k: int, n: int, share: float) -> Verdict:
@@ -223,6 +227,7 @@ def first_key(t) -> str:
 def softpick_no_sinks(t, pub, protocol) -> Claim:
     claim = Claim(SOFTPICK_PAPER, "Softpick has no attention sinks, at no loss cost", SOFTPICK_RULE.text(), "–",
                   "no sinks (Zuhri et al. 2025, arXiv:2504.20966)", "")
+    claim.quote = SOFTPICK_RULE.quote()
     why = missing(t, "softpick")
     k, n, rates = sink_heads(t, "softpick")
     if why or not n:
@@ -247,15 +252,16 @@ def softpick_no_sinks(t, pub, protocol) -> Claim:
 
 
 COG_RULE = pp.Rule(
-    "More Expressive Attention with Negative Weights", "cog / softmax best validation loss, paired by contest seed "
-    "(and the share of cog's weight magnitude on negative weights, reported)",
-    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", NEEDS,
-    speaker=TITLE)
+    title("More Expressive Attention with Negative Weights"),
+    "cog / softmax best validation loss, paired by contest seed (and the share of cog's weight magnitude on "
+    "negative weights, reported)",
+    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", NEEDS)
 
 
 def cog_at_least_softmax(t, pub, protocol) -> Claim:
     claim = Claim(COG_PAPER, "Cog attention's signed weights train at least as well as softmax", COG_RULE.text(),
                   "–", "better than softmax (Lv et al. 2024, arXiv:2411.07176)", "")
+    claim.quote = COG_RULE.quote()
     why = missing(t, "cog")
     if why:
         return untestable(claim, protocol, why)
@@ -276,15 +282,17 @@ def cog_at_least_softmax(t, pub, protocol) -> Claim:
 
 
 SINK_RULE = pp.Rule(
-    "Attention Is Off By One", "softmax_sink / softmax, paired by contest seed: the residual stream's kurtosis "
-    "(the largest over layers), its largest |activation|, and the best validation loss",
+    title("Attention Is Off By One"),
+    "softmax_sink / softmax, paired by contest seed: the residual stream's kurtosis (the largest over layers), its "
+    "largest |activation|, and the best validation loss",
     f"both activation ratios below 1 and the loss ratio below {SAME_LOSS:.2f}",
-    "the post's outlier claim, with this project's loss margin", NEEDS, speaker="the post's title")
+    "the post's outlier claim, with this project's loss margin", NEEDS)
 
 
 def sink_smaller_outliers(t, pub, protocol) -> Claim:
     claim = Claim(SINK_POST, "a softmax with a sink (off by one) has smaller activation outliers at the same loss",
                   SINK_RULE.text(), "–", "qualitative (E. Miller, 2023)", "")
+    claim.quote = SINK_RULE.quote()
     why = missing(t, "softmax_sink")
     kurtosis = statistics.paired(telemetry(t, "softmax_sink", "activation_kurtosis"),
                                  telemetry(t, BASELINE, "activation_kurtosis"), ratio=True)

@@ -15,7 +15,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.formatting import difference, finite, plural
-from attnlab.pipeline.report.ledger import reference_number, sources, tally, verdict_kind
+from attnlab.pipeline.report.ledger import SURVIVES, reference_number, sources, tally, verdict_kind
 
 # What each variant computes, in words (the README's table says the same).
 VARIANTS = {
@@ -118,7 +118,8 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
             f"of their protocol failed: {html.escape(why)}.")
     if protocol != SETTLE_CONFIG:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
-                 f"improving, each variant at its own best LR, to judge these claims on a 2-core machine: about "
+                 "improving, each variant at its own best LR, to judge more of these claims on a 2-core machine: "
+                 f"about "
                  f"{SETTLE_MINUTES} minutes for its six seeds, then up to two more seeds a variant while a "
                  f"comparison is undecided and within the budget's reach (<code>snakemake --cores all "
                  f"--configfile config/{SETTLE_CONFIG}.yaml"
@@ -166,8 +167,31 @@ def improving(runs: pd.DataFrame) -> str:
             "than inconclusive here; the rankings are of models caught mid-training.")
 
 
+POSTS = ("kernel post", "A³ post")  # the ledger's sources that are the two posts (attnlab.pipeline.claims)
+
+
+def decided(ledger: pd.DataFrame, protocol: str) -> str:
+    """One line: how many of the two posts' claims this build decides, how many survive Holm's step-down, and
+    what would decide the rest."""
+    posts = ledger[ledger.source.isin(POSTS)]
+    kinds = _kind(posts)
+    tested = int(kinds.isin([statistics.HOLDS, statistics.CONTRADICTED]).sum())
+    built = int(kinds.isin(statistics.BY_CONSTRUCTION).sum())
+    survive = int((posts.holm == SURVIVES).sum()) if "holm" in posts else 0
+    rest = len(posts) - tested - built
+    text = (f"Of the two posts' {len(posts)} claims, this build decides {tested} by experiment ({survive} of them "
+            f"surviving Holm's step-down across the posts' tested claims) and {built} by construction")
+    if rest:
+        text += (f"; the other {rest} stay open at <code>{html.escape(protocol)}</code>: their protocol is cells "
+                 "trained to a plateau, each variant at its own best LR, at the posts' size "
+                 "(<code>config/paper.yaml</code>, a GPU run; a paper cell takes hours on a 2-core CPU), and "
+                 f"<code>config/{SETTLE_CONFIG}.yaml</code> trains to the plateau on a CPU at a smaller size")
+    return text + "."
+
+
 def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFrame) -> str:
-    """The abstract as a block of HTML: what was tested and at which protocol, then what was found."""
+    """The abstract as a block of HTML: what was found and how many of the posts' claims it decides first, then
+    what was tested and at which protocol, then every verdict's count."""
     name = html.escape(build.protocol(runs))
     tested = (f"This report retrains the attention score functions of two blog posts, {_posts()}, as "
               f"character-level GPTs on tinyshakespeare that differ only in how a query and a key become an "
@@ -179,5 +203,6 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
         f"Of the {len(ledger)} claims at <code>{name}</code>, {tally(ledger)}.", settled(ledger),
         off_protocol(ledger, build.protocol(runs)), constructions(ledger),
         "The summary below gives every claim's verdict and why."]))
-    return ('<div class="abstract"><p><b>Abstract.</b> ' + tested + "</p>"
-            + (f"<p>{found}</p>" if found else "") + f"<p>{verdicts}</p></div>")
+    headline = " ".join(filter(None, [found, decided(ledger, build.protocol(runs))]))
+    return ('<div class="abstract"><p><b>Abstract.</b> ' + headline + "</p>" + f"<p>{tested}</p>"
+            + f"<p>{verdicts}</p></div>")

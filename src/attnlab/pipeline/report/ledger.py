@@ -15,6 +15,7 @@ import pandas as pd
 
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
+from attnlab.pipeline.claims.ledger import FALLS, SURVIVES  # noqa: F401  (SURVIVES: the abstract's count)
 from attnlab.pipeline.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
@@ -29,14 +30,16 @@ EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE,
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
 BADGE_WIDTH = "13em"  # "by construction ✗" in bold on one line, and the cell padding
-LEDGER_WIDTHS = {"claim": 17, "check": 18, "measured": 17, "published": 13, "verdict": BADGE_WIDTH, "note": 20}
+LEDGER_WIDTHS = {"the source's words": 17, "this project's reading": 18, "measured": 17, "published": 13,
+                 "verdict": BADGE_WIDTH, "note": 20}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
 EVIDENCE = (("on the scale ladder", "ladder_claims"), ("scale up", "ladder"), ("closes with scale", "ladder"),
-            ("quality by about", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
+            ("quality:", "contest"), ("dies at", "lr_sweep"), ("LR column", "lr_sweep"),
             ("orders of magnitude", "score_scale"), ("barely moves the entropy", "entropy"),
             ("ablation", "score_scale"), ("learned scalars", "scalars"), ("row mass", "mass_auroc"),
             ("diffuse", "entropy"), ("valid distributions", "a3_init"), ("starts", "a3_init"),
+            ("stay close", "a3_init"),
             ("early layers", "a3_vs_softmax_entropy"), ("overhead", "params"), ("composes", "composability"),
             ("softmax over its kernel", "normswap"), ("per-token temperature", "a3_vs_temperature"))
 EVIDENCE_NAMES = {"contest": "the contest", "lr_sweep": "the LR sweep", "score_scale": "score scale",
@@ -118,15 +121,24 @@ def references_html() -> str:
 # ---- the full ledger
 
 
+def words_html(row) -> str:
+    """A row's first cell: the source's words as written (or what stands in for them), its post, then the
+    claim as this project names it, set apart so that no paraphrase reads as the post's."""
+    quote = str(getattr(row, "quote", "") or "")
+    return (f'<span class="words">{html.escape(quote) or MISSING}</span><span class="post">{post_name(row.source)}'
+            f'</span><span class="named">this project\'s name for it: {html.escape(str(row.claim))}</span>')
+
+
 def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
-    """ledger.md's display on the page, in six columns that fit the text column: the post (linked to the
-    references) under its claim, and what the verdict rests on under its badge."""
+    """ledger.md's display on the page, in six columns that fit the text column: the source's words with the
+    post (linked to the references) and the claim's name, this project's reading, and what the verdict rests on
+    under its badge."""
     shown = display.shown("ledger", ledger)
-    claim = [f'{html.escape(c)}<span class="post">{post_name(source)}</span>'
-             for c, source in zip(shown.claim, ledger.source)]
+    claim = [words_html(row) for row in ledger.itertuples()]
     verdict = [badge(v) + (f'<span class="resolution">{html.escape(b)}</span>' if b != MISSING else "")
                for v, b in zip(ledger.verdict, shown["rests on"])]
-    return pd.DataFrame({"claim": claim, "check": shown.check, "measured": shown.measured,
+    reading = shown["this project's reading"]
+    return pd.DataFrame({"the source's words": claim, "this project's reading": reading, "measured": shown.measured,
                          "published": shown.published, "verdict": verdict, "note": shown.note})
 
 
@@ -175,18 +187,46 @@ def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -
              "says; the row then gives the data's lean. *Not testable* means this protocol cannot express the "
              "claim. *Holds* or *contradicted by construction* (badges *by construction ✓* and *✗*) means the "
              "model's construction settles it, not an experiment.")
+    text += " " + multiplicity_text(ledger)
     if not comparable:
         text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
                  "contradicted at this protocol; it does not refute the published number.")
     return text
 
 
+def posts_family(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The posts' claims an experiment judged with a test (the family Holm's step-down runs over)."""
+    if "holm" not in ledger:
+        return ledger.iloc[0:0]
+    return ledger[ledger.holm.astype(str).isin([SURVIVES, FALLS])]
+
+
+def multiplicity_text(ledger: pd.DataFrame) -> str:
+    """How many of the posts' claims were tested, what 95% per claim means for the family, and which settled
+    verdicts survive Holm's step-down."""
+    family = posts_family(ledger)
+    m = len(family)
+    if not m:
+        return ("No claim of the two posts was judged by a test at this build, so no correction for multiplicity "
+                "applies.")
+    settled = family[family.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])]
+    survive = family[family.holm == SURVIVES]
+    names = "; ".join(f"{r.claim} ({r.verdict})" for r in survive.itertuples()) or "none"
+    return (f"*Multiplicity.* The ledger judges {m} of the two posts' claims with a test. Each verdict rests on its "
+            f"own {statistics.CONFIDENCE:.0%} interval, so were every one of these claims sitting exactly on its "
+            f"threshold, about {m * (1 - statistics.CONFIDENCE):.1f} of the {m} would still come out settled by "
+            f"chance. Holm's step-down over the family (each row's one-sided p-value, the smallest held to "
+            f"{1 - statistics.CONFIDENCE:g}/{m}, the next to {1 - statistics.CONFIDENCE:g}/{m - 1}, ...) keeps "
+            f"{len(survive)} of the {len(settled)} settled verdicts: {names}. The others stand as this build's "
+            "per-claim readings, not as findings corrected for the family.")
+
+
 # ---- the summary, before section 1
 
 
 def threshold(check: str) -> str:
-    """What the claim says as a number, from the check's own words ('the claim: at least 100×')."""
-    found = re.search(r"the claim: ([^;]+)", str(check))
+    """What the claim says as a number, from the check's reading ('threshold: at least 100×')."""
+    found = re.search(r"threshold: ([^;]+)", str(check))
     return found.group(1).strip() if found else ""
 
 
@@ -227,7 +267,9 @@ def summary_display(ledger: pd.DataFrame, shown: set[str]) -> pd.DataFrame:
         number = reference_number(row.source)
         short = sources().get(row.source, {}).get("short", row.source)
         cite = f' <a href="#references">[{number}]</a>' if number else f" ({html.escape(str(short))})"
-        return html.escape(str(row.claim)) + cite
+        quote = str(getattr(row, "quote", "") or "")
+        words = f'<span class="words">{html.escape(quote)}</span>' if quote else ""
+        return html.escape(str(row.claim)) + cite + words
 
     def see(row):
         table = evidence(row.claim, shown)

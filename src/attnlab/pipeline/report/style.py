@@ -15,8 +15,14 @@ figure stays on one page with its caption, a table of a few rows stays whole,
 a long one breaks between rows; the per-seed tables print unfolded; a link to
 the web prints its address; an animated figure shows its still poster frame
 instead of whatever frame the GIF is on.
+
+How large a figure prints is print_scale's arithmetic, the one place it is
+done: the tests hold every figure's lettering and maps to it.
 """
 
+from attnlab.pipeline.report.pdf import PAPERS, text_area_mm
+
+MM_PER_INCH = 25.4
 SCREEN_ZOOM = 1.35  # a figure on screen is this much larger than on paper, up to the text column
 
 PAGE_STYLE = """
@@ -68,7 +74,8 @@ span.verdict.fails { color: #ffffff; background: #b3261e; }
 span.verdict.untested { color: #444; background: #eee; }
 span.verdict.construction { color: #1c3d6e; background: #e3ecf8; }
 span.verdict.construction-fails { color: #6e1c3d; background: #f3e3ec; }
-span.resolution, span.post { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
+span.resolution, span.post, span.named { display: block; font-size: 0.9em; color: #555; margin-top: 0.2em; }
+span.words { display: block; font-style: italic; }
 ol.references li { margin-bottom: 0.3em; }
 @media print {
   html, body { background: #fff; }
@@ -108,3 +115,19 @@ ol.references li { margin-bottom: 0.3em; }
 }
 </style>
 """.replace("SCREEN_ZOOM", str(SCREEN_ZOOM))
+
+
+def print_column() -> float:
+    """The text column a figure prints in, in inches: the narrower of the papers' (A4's 180 mm), where a
+    figure has the least room."""
+    return min(text_area_mm(paper)[0] for paper in PAPERS) / MM_PER_INCH
+
+
+def print_scale(width_in: float, column_in: float | None = None) -> float:
+    """Printed size over drawn size of a figure whose image is `width_in` inches wide (as saved, cropped).
+
+    Print shows the image at the width it was drawn at (--print-width) but never wider than the text column
+    (max-width: 100%), so a point of lettering is a point on paper unless the figure is wider than the column,
+    which shrinks it by column / width."""
+    column = print_column() if column_in is None else column_in
+    return min(1.0, column / width_in)

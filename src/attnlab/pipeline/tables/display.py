@@ -211,12 +211,15 @@ def composability_display(table: pd.DataFrame) -> pd.DataFrame:
 
 def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
     """The ledger for reading: each claim under the post it comes from (published.yaml's short name), the
-    check, the measured and published values, the verdict, what it rests on (the interval, the seeds, what
-    would resolve an inconclusive one) and the note."""
+    source's words verbatim (or what stands in for them), the claim as this project names it, its reading, the
+    measured and published values, the verdict, what it rests on (the interval, the seeds, what would resolve an
+    inconclusive one) and the note."""
     names = {name: source.get("short", name) for name, source in published()["sources"].items()}
     rows = ledger.fillna({"interval": "", "resolution": "", "note": "", "seeds": 0})
+    quotes = rows["quote"].fillna("") if "quote" in rows else pd.Series("", index=rows.index)
     return pd.DataFrame({
-        "post": rows.source.map(lambda s: names.get(s, s)), "claim": rows.claim, "check": rows.check,
+        "post": rows.source.map(lambda s: names.get(s, s)), "the source's words": quotes,
+        "claim": rows.claim, "this project's reading": rows.check,
         "measured": rows.measured, "published": rows.published, "verdict": rows.verdict,
         "rests on": [_basis(r) for r in rows.itertuples()],
         "note": [_note(r) for r in rows.itertuples()],

@@ -11,7 +11,8 @@ import pandas as pd
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract
 from attnlab.pipeline.plan.bundle_reader import read_arrays
-from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.contract import (A3_GATE_INIT, BASELINE, QUANTILE_COLUMN, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE,
+                                      SHARE_SHARP)
 from attnlab.pipeline.tables.contest import contest_cells, trained
 from attnlab.pipeline.plan.contest_grid import ContestGrid
 
@@ -36,9 +37,11 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
             tel, cell = b["telemetry"], {"variant": variant, "lr": float(b["lr"]), "seed": b["seed"]}
             per_layer_max = tel["max_score_per_layer"]
             seed_mean = float(np.mean(per_layer_max))  # the published "per-layer mean" (contract)
-            for layer, (mean_max, top) in enumerate(zip(tel["mean_max_score_per_layer"], per_layer_max)):
+            quantiles = tel.get("q999_score_per_layer") or [np.nan] * len(per_layer_max)
+            for layer, (mean_max, top, q) in enumerate(zip(tel["mean_max_score_per_layer"], per_layer_max,
+                                                           quantiles)):
                 score_rows.append({**cell, "layer": layer, "mean_max_score": mean_max, "max_score": top,
-                                   SEED_MEAN_OVER_LAYERS: seed_mean})
+                                   SEED_MEAN_OVER_LAYERS: seed_mean, QUANTILE_COLUMN: q})
             if "mass_auroc" in tel:
                 correct_mean, wrong_mean = mass_by_correctness(Path(b["path"]))
                 auroc_rows.append({**cell, "mass_auroc": tel["mass_auroc"], "mass_correct_mean": correct_mean,
