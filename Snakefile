@@ -13,6 +13,7 @@ include: "workflow/rules/common.smk"
 include: "workflow/rules/data.smk"
 include: "workflow/rules/train.smk"
 include: "workflow/rules/rounds.smk"
+include: "workflow/rules/timing.smk"
 include: "workflow/rules/collect.smk"
 include: "workflow/rules/figures.smk"
 include: "workflow/rules/studies.smk"
@@ -37,6 +38,7 @@ rule all:
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
         rounds=PLAN.rounds_tables,
+        timing=PLAN.step_times,
         missing=PLAN.missing_cells(),
     localrule: True
 

@@ -195,7 +195,7 @@ if "normswap" in SHOWN:
     show_table(shown("normswap", tables["normswap"]), "The normaliser swap: each kernel-family variant's contest "
                "cells under their own and the other normaliser (validation loss of the final weights, nats/char).",
                "normswap", per_seed=details("normswap", tables["normswap"]))
-say(telemetry.normswap_results(tables["normswap"]))
+say(telemetry.normswap_results(tables["normswap"], tables["contest"].variant))
 
 # %% [markdown]
 # ## 8. The routing, watched
@@ -238,7 +238,8 @@ say(a3.a3_results(tables["a3_vs_softmax_entropy"]))
 show_figure("a3_gates")
 if "a3_vs_temperature" in SHOWN:
     show_table(shown("a3_vs_temperature", tables["a3_vs_temperature"]),
-               "A³'s gain over softmax beside a learned per-head temperature's, per contest seed.",
+               "A³ against softmax beside a learned per-head temperature, per contest seed (each arm − softmax, "
+               "nats/char; below 0 is better).",
                "a3_vs_temperature")
 say(a3.temperature_results(tables["a3_vs_temperature"]))
 if "composability" in SHOWN:
@@ -328,7 +329,7 @@ else:
 
 # %%
 show_table(ledger.ledger_html(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
-           widths=ledger.LEDGER_WIDTHS, markup=("claim", "verdict"), css="small")
+           widths=ledger.LEDGER_WIDTHS, markup=("the source's words", "verdict"), css="small")
 say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
 
 # %% [markdown]

@@ -659,25 +659,25 @@ def test_each_check_holds_when_true_is_contradicted_when_false_and_is_held_back_
             assert named in claim.resolution, (how, claim.resolution)
 
 
-def test_the_a3_compute_overhead_is_measured_paired_by_seed():
-    frames = contest_frames({"softmax": [1.49, 1.50, 1.495], "a3": [1.48, 1.489, 1.484]})
-    runs = frames["runs"]
-    runs["steps_per_s"] = [21.0 if v == "softmax" else 19.0 for v in runs.variant]
-    runs.loc[runs.seed == 1, "steps_per_s"] *= 0.9
-    frames["runs"] = runs
-    spec = {"variants": ["softmax", "a3"], "contest_lr": {"softmax": 3e-3, "a3": 3e-3}, "contest_seeds": [0, 1, 2]}
-    from attnlab.pipeline.tables.arms import params_table
+def step_times(a3_over_softmax, drift=(1.0, 1.3, 0.8, 1.1, 0.9, 1.2)):
+    """Interleaved rounds in which the machine's speed drifts (the same for both variants within a round)."""
+    rows = []
+    for r, speed in enumerate(drift):
+        for v, seconds in (("softmax", 0.040), ("a3", 0.040 * a3_over_softmax * (1 + 0.004 * (r % 2)))):
+            rows.append({"variant": v, "round": r, "seconds_per_step": seconds * speed, "steps": 10, "d_model": 64,
+                         "layers": 2, "heads": 4, "block_size": 64, "batch_size": 32})
+    return pd.DataFrame(rows)
 
-    runs.loc[runs.variant == "a3", "steps_per_s"] += [0.0, 0.1, -0.1]
-    frames["params"] = params_table(runs, spec)
-    claim = run_check(claims.a3_compute_overhead_small, **frames)
-    assert claim.verdict == INCONCLUSIVE or claim.verdict == CONTRADICTED  # about +10.5%: at or over the 10% bar
-    assert "+10" in claim.measured or "+11" in claim.measured
-    fast = frames["runs"].assign(steps_per_s=[21.0 if v == "softmax" else 20.6 for v in runs.variant])
-    fast.loc[fast.variant == "a3", "steps_per_s"] += [0.0, 0.1, -0.1]
-    claim = run_check(claims.a3_compute_overhead_small, runs=fast, contest=frames["contest"],
-                      params=params_table(fast, spec))
-    assert claim.verdict == HOLDS
+
+def test_the_a3_compute_overhead_is_timed_interleaved_and_paired_by_round():
+    """The machine's speed swings ±30% between rounds; paired by round, the ratio is tight. Training logs'
+    steps/s, unpaired across a shared machine's jobs, moved as much as the claim's 10% bar."""
+    slow = run_check(claims.a3_compute_overhead_small, step_times=step_times(1.25))
+    assert slow.verdict == CONTRADICTED and "+25" in slow.measured and "timing rounds" in slow.note
+    fast = run_check(claims.a3_compute_overhead_small, step_times=step_times(1.03))
+    assert fast.verdict == HOLDS
+    none = run_check(claims.a3_compute_overhead_small)
+    assert none.verdict.startswith("not testable") and "step_times" in none.interval
 
 
 def test_diverged_contest_cells_enter_no_comparison_and_every_row_says_so():

@@ -71,7 +71,8 @@ def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", l
     (folder / "params").mkdir(parents=True)
     (folder / "params" / "weights.bin").write_bytes(b"\x01" * 16)
     pd.DataFrame({"step": [0, 10, 20], "train_loss": [np.nan, 3.0, 2.5], "val_loss": [4.2, 3.1, 2.6],
-                  "elapsed_s": [0.0, 0.1, 0.2]}).to_csv(folder / "curve.csv", index=False)
+                  "elapsed_s": [0.0, 0.1, 0.2], "val_loss_select": [4.21, 3.12, 2.61],
+                  "val_loss_report": [4.19, 3.08, 2.59]}).to_csv(folder / "curve.csv", index=False)
     np.savez(folder / "telemetry.npz", max_score=np.ones((1, 1)), correct=np.ones((1, 1, 4), dtype=bool))
     np.savez(folder / "attention.npz", steps=np.array([0]), weights=np.ones((1, 1, 2, 4, 4), dtype=np.float16))
     files = {name: sha256_file(folder / name) for name in ("curve.csv", "telemetry.npz", "attention.npz",
@@ -79,6 +80,7 @@ def make_bundle(root: Path, config: dict, code: str = CODE, variant="softmax", l
     summary = {
         "variant": variant, "lr": lr, "seed": seed, "config": dict(config, variant=variant, lr=lr, seed=seed),
         "provenance": {"code_fingerprint": code}, "n_params": 100, "best_val_loss": 2.6, "final_val_loss": 2.6,
+        "best_val_loss_select": 2.61, "best_val_loss_heldout": 2.59, "best_step_select": 20,
         "best_val_bpc": 3.75, "diverged": False, "diverged_step": None, "wall_time_s": 0.2, "steps_per_s": 100.0,
         "telemetry": {"max_score_per_layer": [5.0], "mean_max_score_per_layer": [4.0],
                       "entropy": {"mean": 0.6, "share_sharp": 0.1, "share_diffuse": 0.3,

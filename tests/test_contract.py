@@ -158,8 +158,9 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
     folder = cell_dir(root, variant, lr, seed)
     (folder / "params").mkdir(parents=True)
     (folder / "params" / "weights.bin").write_bytes(b"\x01" * 16)
-    pd.DataFrame({"step": [0, 10], "train_loss": [np.nan, 2.5], "val_loss": [4.2, 2.6],
-                  "elapsed_s": [0.0, 0.1]}).to_csv(folder / "curve.csv", index=False)
+    pd.DataFrame({"step": [0, 10], "train_loss": [np.nan, 2.5], "val_loss": [4.2, 2.6], "elapsed_s": [0.0, 0.1],
+                  "val_loss_select": [4.21, 2.61], "val_loss_report": [4.19, 2.59]}).to_csv(folder / "curve.csv",
+                                                                                           index=False)
     np.savez(folder / "telemetry.npz", max_score=np.ones((1, layers)), mass=rng.random((1, 8)),
              correct=rng.random((1, 8)) > 0.5)
     causal = np.tril(rng.random((1, layers, heads, T, T)) + 0.1)
@@ -174,6 +175,8 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
     summary = {"variant": variant, "lr": lr, "seed": seed, "n_params": 100 + len(variant),
                "config": {"name": "contract", "variant": variant, "lr": lr, "seed": seed},
                "provenance": {"code_fingerprint": "c0de"}, "best_val_loss": 2.6 - 0.01 * seed + 0.001 * len(variant),
+               "best_val_loss_select": 2.61 - 0.01 * seed + 0.001 * len(variant),
+               "best_val_loss_heldout": 2.59 - 0.01 * seed + 0.001 * len(variant), "best_step_select": 10,
                "final_val_loss": 2.65, "best_val_bpc": 3.75, "diverged": False, "diverged_step": None,
                "wall_time_s": 0.2, "steps_per_s": 100.0, "telemetry": telemetry,
                "val_loss_at_context": {"1": 2.6, "2": 2.7 + 0.01 * seed, "4": 2.9}}

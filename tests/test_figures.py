@@ -16,14 +16,15 @@ from PIL import Image
 from attnlab.core.bundle_format import CURVE_COLUMNS, format_lr
 from attnlab.pipeline import contract, score_scale as scale
 from attnlab.pipeline.plan import figure_catalog as catalog
-from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, score_orbit
+from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, score_orbit, training_maps
 from attnlab.pipeline.figures import score_scale as score_figure
 from attnlab.pipeline.figures.cells import contest_cells, shown_cells
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.gif import Animation
 from attnlab.pipeline.figures.main import Tables
-from attnlab.pipeline.figures.style import (MAX_HEIGHT, MIN_FONT, TEXT_WIDTH, VARIANT_MARKERS, default_style,
-                                            parse_style, variant_color, variant_marker)
+from attnlab.pipeline.figures.style import (MAP_MAX_HEIGHT, MAX_HEIGHT, MIN_FONT, TEXT_WIDTH, VARIANT_MARKERS,
+                                            default_style, parse_style, variant_color, variant_marker)
+from attnlab.pipeline.report.style import print_scale
 from attnlab.pipeline.figures.window import char_label, character_step, set_position_ticks, window_line
 from attnlab.training.bundle_writer import write_bundle
 from conftest import REPO
@@ -298,6 +299,7 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
     text = "Good\nmorrow, $a"[:length]
     curve = pd.DataFrame({"step": [0, 5, 10], "train_loss": [np.nan, 3.0, 2.5],
                           "val_loss": [4.2, 3.1 + lr, 2.6 + lr + 0.01 * seed], "elapsed_s": [0.0, 0.1, 0.2]})
+    curve["val_loss_select"], curve["val_loss_report"] = curve.val_loss + 0.01, curve.val_loss - 0.01
     # each seed's entropy rows sit in other bins, so a seed mean differs from any one seed
     hist = np.zeros((layers, 50), dtype=np.int64)
     hist[:, 10 + 20 * (seed % 2): 15 + 20 * (seed % 2)] = 7
@@ -322,6 +324,8 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
         "n_params": 100, "best_val_loss": float(curve.val_loss.min()), "final_val_loss": float(curve.val_loss.iloc[-1]),
         "best_val_bpc": 3.0, "diverged": diverged, "diverged_step": 7 if diverged else None, "wall_time_s": 0.2,
         "steps_per_s": 50.0, "telemetry": summary_t, **({"learned": learned} if learned else {}),
+        "best_val_loss_select": float(curve.val_loss_select.min()),
+        "best_val_loss_heldout": float(curve.val_loss_report.iloc[-1]), "best_step_select": 10,
     }
     attention = {"steps": np.array(steps), "tokens": np.arange(length), "text": np.array(text), "weights": weights}
     out = root / variant / f"lr{lr!r}" / f"seed{seed}"
@@ -329,7 +333,9 @@ def _cell(root, variant, lr, seed, layers=2, heads=2, length=12, diverged=False)
                  save_stand_in_params)
     row = {"variant": variant, "lr": lr, "seed": seed, "path": str(out), "best_val_loss": summary["best_val_loss"],
            "final_val_loss": summary["final_val_loss"], "diverged": diverged,
-           "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10}
+           "diverged_step": summary["diverged_step"], "n_params": 100, "config.train.steps": 10,
+           "best_val_loss_select": summary["best_val_loss_select"],
+           "best_val_loss_heldout": summary["best_val_loss_heldout"]}
     return row, summary
 
 
@@ -431,13 +437,9 @@ def test_every_catalog_figure_draws_from_tiny_tables(tiny_tables, entry):
     assert not [p for p in folder.iterdir() if p.name.startswith(".")], "a temp file was left behind"
 
 
-@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
-def test_every_figure_is_drawn_for_the_printed_column_and_letters_nothing_under_7_points(tiny_tables, entry):
-    """At its design size (the size the writeup prints it at), every piece of text of the figure, after layout,
-    is MIN_FONT points or larger, and the figure fits the text column and a page."""
-    import matplotlib.pyplot as plt
-    from matplotlib.text import Text
-
+def drawn_figure(entry: catalog.Figure, tiny_tables):
+    """The entry's figure as its rule draws it at a build's resolution (an animation at its poster frame, the
+    one print shows)."""
     module = importlib.import_module(entry.module)
     style = parse_style(json.dumps(dict(json.loads(TINY_STYLE), dpi=100)))  # text measures as at a build's dpi
     tables = Tables({table: tiny_tables / "tables" / f"{table}.csv" for table in entry.tables})
@@ -446,17 +448,92 @@ def test_every_figure_is_drawn_for_the_printed_column_and_letters_nothing_under_
     if isinstance(drawn, Animation):
         drawn.update(drawn.frames - 1)  # the poster, the frame print shows
     fig = drawn.fig if isinstance(drawn, Animation) else drawn
+    fig.canvas.draw()
+    return fig
+
+
+def saved_width(fig) -> float:
+    """The width in inches of the figure's file: cropped to what is drawn, plus savefig's pad on each side."""
+    import matplotlib
+
+    return fig.get_tightbbox(fig.canvas.get_renderer()).width + 2 * matplotlib.rcParams["savefig.pad_inches"]
+
+
+@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
+def test_every_figure_is_drawn_for_the_printed_column_and_letters_nothing_under_7_points(tiny_tables, entry):
+    """Printed (its file at the width print gives it: print_scale), every piece of text of the figure, after
+    layout, is MIN_FONT points or larger, and the figure fits the text column and a page."""
+    import matplotlib.pyplot as plt
+    from matplotlib.text import Text
+
+    fig = drawn_figure(entry, tiny_tables)
     try:
-        assert fig.get_figwidth() <= TEXT_WIDTH + 1e-9 and fig.get_figheight() <= MAX_HEIGHT + 1e-9
-        fig.canvas.draw()
+        assert fig.get_figwidth() <= TEXT_WIDTH + 1e-9 and fig.get_figheight() <= figure_height_limit(entry) + 1e-9
+        scale = print_scale(saved_width(fig))
         texts = [t for t in fig.findobj(Text) if t.get_visible() and t.get_text().strip()]
         assert len(texts) > 5
-        small = sorted((t.get_fontsize(), t.get_text()[:40]) for t in texts if t.get_fontsize() < MIN_FONT)
-        assert not small, f"text under {MIN_FONT} pt at printed size: {small[:5]}"
+        small = sorted((round(t.get_fontsize() * scale, 2), t.get_text()[:40]) for t in texts
+                       if t.get_fontsize() * scale < MIN_FONT)
+        assert not small, f"text under {MIN_FONT} pt printed (print scale {scale:.3f}): {small[:5]}"
         # as saved (cropped to what is drawn): no wider than the column, so the page never scales it down
         assert fig.get_tightbbox(fig.canvas.get_renderer()).width <= TEXT_WIDTH + 0.02
     finally:
         plt.close(fig)
+
+
+def figure_height_limit(entry: catalog.Figure) -> float:
+    """The tallest the entry may be drawn: a page less its caption for a figure of maps, else MAX_HEIGHT."""
+    return MAP_MAX_HEIGHT if entry.name in MAP_FIGURES else MAX_HEIGHT
+
+
+# The figures of attention maps, and the side (inches on paper) at which a map's rows can be read: a 64-key
+# row is then a key every 0.55 mm.
+MAP_FIGURES = ("depth_grid", "training_maps")
+READABLE_MAP = 1.4
+
+
+@pytest.mark.parametrize("name", MAP_FIGURES)
+def test_attention_maps_print_large_enough_to_read_a_row(tiny_tables, name):
+    """Every map of a figure of maps prints READABLE_MAP inches wide or more (the tiny tables' four variants, two
+    layers and four checkpoints: the default build's grid), and the figure with its caption fits a page."""
+    import matplotlib.pyplot as plt
+
+    fig = drawn_figure(catalog.BY_NAME[name], tiny_tables)
+    try:
+        scale = print_scale(saved_width(fig))
+        maps = [ax for ax in fig.get_axes() if ax.images]
+        assert len(maps) >= 8
+        sides = [ax.get_window_extent().width / fig.dpi * scale for ax in maps]
+        assert min(sides) >= READABLE_MAP, f"maps print {min(sides):.2f} in wide, under {READABLE_MAP} in"
+        assert fig.get_figheight() <= MAP_MAX_HEIGHT + 1e-9
+    finally:
+        plt.close(fig)
+
+
+def test_the_training_maps_column_titles_keep_apart(tiny_tables):
+    """The checkpoints' titles over the top row of maps keep two ems apart at least, so that each reads as its
+    column's, and none runs past its map; on maps too narrow for a title's one line, its share of training
+    takes a second line."""
+    import matplotlib.pyplot as plt
+
+    fig = drawn_figure(catalog.BY_NAME["training_maps"], tiny_tables)
+    try:
+        renderer = fig.canvas.get_renderer()
+        top = sorted((ax for ax in fig.get_axes() if ax.images and ax.get_title()),
+                     key=lambda ax: ax.get_position().x0)
+        assert len(top) >= 4
+        boxes = [ax.title.get_window_extent(renderer) for ax in top]
+        em = top[0].title.get_fontsize() * fig.dpi / 72
+        gaps = [right.x0 - left.x1 for left, right in zip(boxes, boxes[1:])]
+        assert min(gaps) >= 2 * em, f"titles {[ax.get_title() for ax in top]} {min(gaps) / em:.2f} em apart"
+        for ax, box in zip(top, boxes):
+            frame = ax.get_window_extent(renderer)
+            assert box.width <= frame.width + 1, f"{ax.get_title()!r} is wider than its map"
+    finally:
+        plt.close(fig)
+    assert training_maps.column_title(60, 60, 1.4) == "step 60 (100%)"
+    assert training_maps.column_title(10000, 10000, 0.6) == "step 10000\n(100%)"
+    assert training_maps.column_title(7, float("nan"), 0.6) == "step 7"
 
 
 @pytest.mark.parametrize("entry", [e for e in catalog.FIGURES if e.animated], ids=lambda entry: entry.name)

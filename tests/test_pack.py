@@ -15,13 +15,15 @@ import pytest
 from attnlab.core.bundle_format import cell_dir
 from processes import CODE_FINGERPRINT, run, trainer_args
 
-NUMBERS = ("best_val_loss", "final_val_loss", "best_val_loss_whole_split", "n_params", "telemetry", "learned")
+NUMBERS = ("best_val_loss", "final_val_loss", "best_val_loss_whole_split", "best_val_loss_select",
+           "best_val_loss_heldout", "best_step_select", "n_params", "telemetry", "learned")
 
 
 def same_cell(a, b) -> list[str]:
     """What differs between two bundles' numbers: curve, summary numbers, telemetry and attention arrays."""
     found = []
-    curve_a, curve_b = (pd.read_csv(p / "curve.csv")[["step", "train_loss", "val_loss"]] for p in (a, b))
+    curve_a, curve_b = (pd.read_csv(p / "curve.csv")[["step", "train_loss", "val_loss", "val_loss_select",
+                                                       "val_loss_report"]] for p in (a, b))
     if not curve_a.equals(curve_b):
         found.append("curve.csv")
     ja, jb = (json.loads((p / "bundle.json").read_text()) for p in (a, b))

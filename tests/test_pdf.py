@@ -4,11 +4,12 @@ On the smoke build's PDF (conftest's built_writeup: the shared smoke build, or
 $ATTNLAB_BROWSER_WORKSPACE): a page count in a sane range at the configured
 paper size; the running title and "page n of N" on every page; the cited
 posts' addresses in the text; every table's caption, the per-seed tables'
-included; and no page but the last less than a third full. A page's fill is
-how far down its text area the ink reaches: the page is rendered (pdftoppm)
-and the lowest row of dark pixels inside the margins, where the title and the
-page number are not, is measured against the area's height. Content flows
-from the top of every page, so that depth is how much of the page is used.
+included; every figure at the width print_scale gives it; and no page but the
+last less than a third full. A page's fill is how far down its text area the
+ink reaches: the page is rendered (pdftoppm) and the lowest row of dark pixels
+inside the margins, where the title and the page number are not, is measured
+against the area's height. Content flows from the top of every page, so that
+depth is how much of the page is used.
 
 The command: a missing browser stops it with one line that says how to install
 one, a browser that prints nothing leaves the old PDF in place and no
@@ -35,17 +36,18 @@ from PIL import Image
 
 from attnlab.core.config import load_config
 from attnlab.pipeline.published import published
-from attnlab.pipeline.report import pdf
+from attnlab.pipeline.report import page, pdf
+from attnlab.pipeline.report.style import print_scale
 from conftest import BROWSER_WORKSPACE_ENV, REPO
 
 try:
     BROWSER = pdf.find_browser()
 except pdf.PrintError:
     BROWSER = None
-POPPLER = all(shutil.which(tool) for tool in ("pdfinfo", "pdftotext", "pdftoppm"))
+POPPLER = all(shutil.which(tool) for tool in ("pdfinfo", "pdftotext", "pdftoppm", "pdfimages"))
 needs_browser = pytest.mark.skipif(BROWSER is None, reason="no Chromium to print with: apt-get install chromium")
-needs_poppler = pytest.mark.skipif(not POPPLER, reason="no pdfinfo/pdftotext/pdftoppm to read the PDF with: "
-                                                        "apt-get install poppler-utils")
+needs_poppler = pytest.mark.skipif(not POPPLER, reason="no pdfinfo/pdftotext/pdftoppm/pdfimages to read the PDF "
+                                                        "with: apt-get install poppler-utils")
 PDF = Path("results") / "writeup" / "writeup.pdf"
 HTML = Path("results") / "writeup" / "writeup.html"
 TITLE = "Does attention need the exponential?"
@@ -159,6 +161,30 @@ def test_every_table_caption_prints_the_per_seed_tables_included(printed):
     text = "".join("".join(printed["pages"]).split())
     missing = [caption for caption in captions if "".join(caption.split()) not in text]
     assert not missing, f"captions not in the PDF: {missing}"
+
+
+@pytest.mark.slow
+def test_every_figure_prints_at_the_size_print_scale_gives_it(printed):
+    """Each figure in the PDF (pdfimages: its pixels and pixels per inch on the page) is as wide on paper as its
+    file was drawn, times print_scale: the arithmetic the figure tests hold every figure's lettering and maps
+    to."""
+    drawn = {}
+    for path in (printed["path"].parent.parent / "figures").glob("*.png"):
+        with Image.open(path) as image:
+            drawn[image.size] = (path.name, page.drawn_width(path))
+    listed = subprocess.run(["pdfimages", "-list", str(printed["path"])], capture_output=True, text=True,
+                            check=True).stdout
+    found = {}
+    for line in listed.splitlines()[2:]:  # page num type width height color comp bpc enc interp object ID x-ppi ...
+        fields = line.split()
+        size = (int(fields[3]), int(fields[4]))
+        if fields[2] == "image" and size in drawn:
+            name, inches = drawn[size]
+            found[name] = (size[0] / float(fields[12]), inches * print_scale(inches))
+    assert len(found) >= 10, f"only {sorted(found)} of the figures found in the PDF"
+    wrong = {name: (round(on_paper, 3), round(expected, 3)) for name, (on_paper, expected) in found.items()
+             if on_paper != pytest.approx(expected, rel=0.01)}
+    assert not wrong, f"figures printed at another width than print_scale gives (inches: printed, expected): {wrong}"
 
 
 @pytest.mark.slow

@@ -32,17 +32,21 @@ def test_smoke_dag_produces_the_tables(built):
     for name in ("contest", "lr_sweep", "params"):
         for ext in ("csv", "md", "tex"):
             assert (tables / f"{name}.{ext}").stat().st_size > 0
-    # the optional tables the writeup may show are the ones this config makes: its micro-ladder's
-    assert build_manifest.optional_tables(tables) == {"ladder", "ladder_seeds", "ladder_claims", "study_ladder"}
+    # the optional tables the writeup may show are the ones this config makes: its micro-ladder's, and the step
+    # timing of softmax and A3 that the compute-overhead row reads
+    assert build_manifest.optional_tables(tables) == {"ladder", "ladder_seeds", "ladder_claims", "study_ladder",
+                                                      "step_times"}
+    times = pd.read_csv(tables / "step_times.csv")
+    assert set(times.variant) == {"softmax", "a3"} and (times.seconds_per_step > 0).all()
     contest = pd.read_csv(tables / "contest.csv")
     assert list(contest.variant) == ["softmax", "yat", "yat_b", "a3"]
     assert (contest.n_seeds == 2).all()
     assert (contest.best_val_mean < 3.6).all(), "smoke runs should beat the initial loss"
     runs = pd.read_csv(tables / "runs.csv")
     assert not runs.duplicated(["variant", "lr", "seed"]).any()
-    # the a3 contest LR is the sweep's best, chosen by the checkpoint
+    # the a3 contest LR is the sweep's best on the select half of the validation windows, chosen by the checkpoint
     sweep = runs[(runs.variant == "a3") & (runs.seed == 0)]
-    best_lr = sweep.loc[sweep.best_val_loss.idxmin(), "lr"]
+    best_lr = sweep.loc[sweep.best_val_loss_select.idxmin(), "lr"]
     assert float(contest.set_index("variant").loc["a3", "lr"]) == pytest.approx(best_lr)
 
 
@@ -249,8 +253,11 @@ def test_one_rule_trains_every_cell_and_no_rule_file_spells_a_results_path():
     files = [REPO / "Snakefile", *sorted((REPO / "workflow" / "rules").glob("*.smk"))]
     texts = {path.name: path.read_text() for path in files}
     # one trainer: the pack rules and, with execution.pack_size 1, train_cell (a pack of one), both in train.smk
-    trainers = {name: text.count("python -m attnlab.training.") for name, text in texts.items()}
+    # (the step timing runs training-side code too, but trains no cell: it times steps, in timing.smk)
+    timing = "python -m attnlab.training.step_timing"
+    trainers = {name: text.count("python -m attnlab.training.") - text.count(timing) for name, text in texts.items()}
     assert {name: count for name, count in trainers.items() if count} == {"train.smk": 2}
+    assert {name for name, text in texts.items() if timing in text} == {"timing.smk"}
     assert "attnlab.training.pack " in texts["train.smk"] and "attnlab.training.train " not in texts["train.smk"]
     assert [name for name, text in texts.items() if "rule train_cell:" in text] == ["train.smk"]
     literal = re.compile(r"""["']results/""")

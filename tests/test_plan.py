@@ -92,7 +92,11 @@ def test_a_plan_without_studies_has_no_study_outputs(workspace):
     plan = Plan(config_file(workspace, studies=[]), SRC)
     assert plan.studies == [] and plan.study_tables == [] and plan.ladder_outputs == []
     assert plan.composability_tables == [] and plan.composability_expectation() == []
-    assert plan.optional_tables == [] and plan.ledger_optional == []
+    # the step timing is no study: a build that trains softmax and A3 times their steps
+    assert plan.optional_tables == ["step_times"] and plan.ledger_optional == ["step_times"]
+    without_a3 = Plan(config_file(workspace, studies=[], variants=["softmax", "yat"],
+                                  contest={"lr": {"softmax": 3e-3, "yat": 3e-3}}), SRC)
+    assert without_a3.step_times == [] and without_a3.optional_tables == []
 
 
 def test_an_expectation_is_named_by_its_content(workspace):

@@ -130,3 +130,39 @@ def test_a_cell_at_its_ceiling_is_still_improving_when_its_curve_says_so(tiny_cf
     assert bundle["plateau_step"] is None and bundle["steps_done"] == 60
     gain = late_gain(dict(bundle, path=str(tmp_path / "cell")))
     assert gain["improving"] is (gain["late_gain"] > 0.005)
+
+
+def first_stop(curve: pd.DataFrame, column: str, patience: int, tolerance: float) -> int | None:
+    """Where the plateau rule, reading `column` of a curve, stops its cell (None: it runs to its ceiling)."""
+    evaluations = []
+    for step, val in zip(curve.step, curve[column]):
+        evaluations.append((int(step), float(val)))
+        if plateaued(evaluations, patience, tolerance):
+            return int(step)
+    return None
+
+
+def test_the_rule_reads_the_select_half_of_the_validation_windows(tiny_cfg, small_corpus, tmp_path):
+    """A cell trained to its ceiling gives the curve; at a tolerance where the rule would stop it at one step on
+    the full-window loss and at another on the select half, the same cell under that rule stops at the select
+    half's step (training is deterministic, so its curve up to there is the same)."""
+    from attnlab.core.cell_key import CellKey
+    from attnlab.training.train import run_cell
+
+    corpus, sha256 = small_corpus
+    cfg = copy.deepcopy(tiny_cfg)
+    cfg["data"]["sha256"] = sha256
+    cfg["train"].update(steps=80, eval_every=5)
+    key, patience, silent = CellKey.of("softmax", 0.01, 0), 10, (lambda *_: None)
+    run_cell(cfg, key, corpus, tmp_path / "ceiling", log=silent)
+    curve = pd.read_csv(tmp_path / "ceiling" / "curve.csv")
+    gains = sorted({gain for column in ("val_loss", "val_loss_select") for end in range(1, len(curve) + 1)
+                    if (gain := plateau_gain(list(zip(curve.step[:end], curve[column][:end])), patience)) is not None})
+    stops = {(low + high) / 2: (first_stop(curve, "val_loss_select", patience, (low + high) / 2),
+                                first_stop(curve, "val_loss", patience, (low + high) / 2))
+             for low, high in zip(gains, gains[1:])}  # between every two gains either column reads
+    apart = [tolerance for tolerance, (select, full) in stops.items() if select is not None and select != full]
+    assert apart, "no tolerance tells the two columns apart on this curve: the test would check nothing"
+    cfg["train"]["plateau"] = {"patience": patience, "tolerance": apart[0]}
+    stopped = run_cell(cfg, key, corpus, tmp_path / "plateau", log=silent)
+    assert stopped["plateau_step"] == stops[apart[0]][0] != stops[apart[0]][1]

@@ -27,9 +27,10 @@ from processes import (QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, r
                        wait_for)
 from workspace import make_workspace
 
-CURVE_NUMBERS = ["step", "train_loss", "val_loss"]  # elapsed_s is wall clock, never reproducible
+# elapsed_s is wall clock, never reproducible
+CURVE_NUMBERS = ["step", "train_loss", "val_loss", "val_loss_select", "val_loss_report"]
 METRICS = ["best_val_loss", "final_val_loss", "best_step", "diverged", "diverged_step", "steps_done", "n_params",
-           "best_val_loss_whole_split"]
+           "best_val_loss_whole_split", "best_val_loss_select", "best_val_loss_heldout", "best_step_select"]
 
 
 def run_train(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003", seed=0, checkpoints=None,

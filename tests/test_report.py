@@ -86,6 +86,20 @@ def test_the_abstract_says_what_was_tested_at_which_protocol_and_what_it_found(w
     assert f"Of the {len(claims.ledger(t))} claims" in text
 
 
+def test_the_abstract_opens_with_the_finding_and_how_many_of_the_posts_claims_are_decided(workspace):
+    t = tables_of(workspace)
+    ledger = claims.ledger(t)
+    text = abstract.abstract_html(t["runs"], t["contest"], ledger)
+    first = text.split("</p>")[0]
+    assert "Against softmax, paired by seed" in first
+    posts = abstract.posts_claims(ledger)
+    assert f"Of the two posts' {len(posts)} claims, this build decides" in first
+    assert "surviving Holm's step-down" in first
+    assert len(posts) < len(ledger) and not posts.claim.str.startswith("on the scale ladder").any()
+    # the abstract names the two posts, not the catalog's papers
+    assert "Scaling Stick-Breaking Attention" not in text.split("</p>")[1]
+
+
 def test_a_smaller_build_says_the_published_protocol_is_the_larger_one(workspace):
     t = tables_of(workspace)
     runs = t["runs"].assign(**{"config.name": "default", "config.model.d_model": 64, "config.model.layers": 2})

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from scipy import stats
 
-from attnlab.core.bundle_format import format_lr
+from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, contract, statistics, tables
@@ -265,7 +265,8 @@ NEAR = 0.0010000001  # format_lr's own example: a different float from 1e-3, so 
 
 def test_an_lr_is_its_exact_text_in_the_contest_and_the_sweep(tmp_path):
     rows = [{"variant": v, "lr": lr, "seed": s, "best_val_loss": loss + 0.01 * s, "final_val_loss": 9.0,
-             "diverged": False, "diverged_step": None, "n_params": 1, "config.name": "t"}
+             "best_val_loss_select": loss + 0.01 * s, "diverged": False, "diverged_step": None, "n_params": 1,
+             "config.name": "t"}
             for v, by_lr in {"softmax": {1e-3: 1.5, NEAR: 3.0}, "yat": {1e-3: 2.0, NEAR: 1.6}}.items()
             for lr, loss in by_lr.items() for s in (0, 1, 2)]
     runs = pd.DataFrame(rows)
@@ -333,18 +334,63 @@ def test_sweep_seeds_train_the_sweep_at_each_seed():
 
 
 def test_the_best_sweep_lr_is_the_lowest_mean_over_the_sweep_seeds_without_a_divergence():
-    cells = pd.DataFrame({"lr": [1e-3, 1e-3, 3e-3, 3e-3, 1e-2, 1e-2], "seed": [0, 1] * 3,
-                          "best_val_loss": [1.50, 1.60, 1.56, 1.52, 1.40, 1.41],
+    best = [1.50, 1.60, 1.56, 1.52, 1.40, 1.41]
+    cells = pd.DataFrame({"lr": [1e-3, 1e-3, 3e-3, 3e-3, 1e-2, 1e-2], "seed": [0, 1] * 3, "best_val_loss": best,
+                          "best_val_loss_select": [b + 0.01 for b in best],
                           "diverged": [False, False, False, False, False, True]})
     choice = tables.best_sweep_lr(cells)
-    assert choice["lr"] == 3e-3 and choice["best_val_loss"] == pytest.approx(1.54)  # 1e-2 diverged on a seed
+    assert choice["lr"] == 3e-3 and choice["best_val_loss_select"] == pytest.approx(1.55)  # 1e-2 diverged on a seed
+    assert choice["best_val_loss"] == pytest.approx(1.54)
     assert tables.best_sweep_lr(cells.assign(diverged=True)) is None
+
+
+def sweep_where_the_halves_disagree() -> tuple[pd.DataFrame, dict]:
+    """softmax and yat over two sweep LRs and three seeds. yat's loss over all windows prefers 1e-3 (mean 1.56
+    against 1.59), its select half 3e-3 (1.58 against 1.60), where its report half reads 1.61: a table that
+    chose or reported on another column gives another LR or another number."""
+    halves = {("softmax", 1e-3): (1.60, 1.61, 1.62), ("softmax", 3e-3): (1.50, 1.51, 1.52),
+              ("yat", 1e-3): (1.55, 1.59, 1.56), ("yat", 3e-3): (1.58, 1.57, 1.60)}  # best, select, held-out
+    rows = [{"variant": v, "lr": lr, "seed": s, "best_val_loss": best + 0.01 * s,
+             "best_val_loss_select": select + 0.01 * s, "best_val_loss_heldout": heldout + 0.01 * s,
+             "final_val_loss": 2.0, "diverged": False, "diverged_step": None, "n_params": 1}
+            for (v, lr), (best, select, heldout) in halves.items() for s in (0, 1, 2)]
+    spec = {"variants": ["softmax", "yat"], "contest_lr": {"softmax": 3e-3, "yat": 3e-3}, "contest_seeds": [0, 1, 2],
+            "sweep_lrs": [1e-3, 3e-3], "sweep_seed": 0, "sweep_seeds": [0, 1, 2]}
+    return pd.DataFrame(rows), spec
+
+
+def test_an_lr_is_chosen_on_the_select_half_and_the_contest_reports_the_held_out_half():
+    runs, spec = sweep_where_the_halves_disagree()
+    yat = runs[runs.variant == "yat"]
+    assert yat.groupby("lr").best_val_loss.mean().idxmin() == 1e-3, "the posts' measure prefers the other LR"
+    choice = tables.best_sweep_lr(yat)
+    assert choice["lr"] == 3e-3 and choice["best_val_loss_select"] == pytest.approx(1.58)
+    assert choice["candidates"] == {"0.001": pytest.approx(1.60), "0.003": pytest.approx(1.58)}
+    contest = tables.contest_table(runs, spec).set_index("variant")
+    best = tables.best_lr_table(runs, spec, contest.reset_index()).set_index("variant")
+    assert best.loc["yat", "best_lr"] == 3e-3
+    assert best.loc["yat", "best_val_mean"] == pytest.approx(1.59), "best_lr reports the posts' measure there"
+    assert contest.loc["yat", "best_val_mean"] == pytest.approx(1.59)
+    assert contest.loc["yat", "heldout_val_mean"] == pytest.approx(1.61)
+    assert contest.loc["yat", "heldout_val_std"] == pytest.approx(np.std([1.60, 1.61, 1.62]))
+    shown = tables.contest_display(contest.reset_index())
+    assert "best val. loss, posts' measure (nats/char)" in shown and "held-out half (nats/char)" in shown
+
+
+def test_sweep_cells_without_a_select_half_stop_the_choice_naming_them():
+    runs, spec = sweep_where_the_halves_disagree()
+    old = runs.drop(columns=["best_val_loss_select", "best_val_loss_heldout"])
+    with pytest.raises(BundleError, match=r"no best_val_loss_select for the sweep cells yat lr 0\.001 seed 0, "):
+        tables.best_sweep_lr(old[old.variant == "yat"])
+    assert tables.contest_table(old, spec).heldout_val_mean.isna().all()
+    assert "held-out half (nats/char)" not in tables.contest_display(tables.contest_table(old, spec))
 
 
 def test_best_lr_table_pairs_over_the_sweep_seeds_and_says_when_it_has_no_interval():
     jitter = {"softmax": (0.0, 0.002, -0.001), "yat": (0.001, -0.002, 0.001)}  # seeds apart, not identical
     rows = [{"variant": v, "lr": lr, "seed": s, "best_val_loss": loss + 0.01 * s + jitter[v][s], "final_val_loss": 2.0,
-             "diverged": False, "diverged_step": None, "n_params": 1}
+             "best_val_loss_select": loss + 0.01 * s + jitter[v][s], "diverged": False, "diverged_step": None,
+             "n_params": 1}
             for v, by_lr in {"softmax": {1e-3: 1.60, 3e-3: 1.50}, "yat": {1e-3: 1.55, 3e-3: 1.58}}.items()
             for lr, loss in by_lr.items() for s in (0, 1, 2)]
     runs = pd.DataFrame(rows)

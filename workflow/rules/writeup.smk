@@ -27,6 +27,7 @@ rule ledger:
         ladder=PLAN.ladder_outputs,
         rounds=PLAN.rounds_tables,
         heads=PLAN.heads_tables,
+        timing=PLAN.step_times,
     output:
         ledger=PLAN.ledger,
     log:

@@ -20,7 +20,10 @@ REQUIRED_KEYS = (
     "variant", "lr", "seed", "config", "provenance", "n_params", "best_val_loss", "final_val_loss",
     "best_val_bpc", "diverged", "wall_time_s", "steps_per_s", "files", SELF_KEY,
 )
-CURVE_COLUMNS = ("step", "train_loss", "val_loss", "elapsed_s")
+# One row per evaluation. val_loss reads every validation window (the posts' measure); val_loss_select and
+# val_loss_report read its two fixed halves (even and odd windows): choices read the select half, and the report
+# half says what the chosen evaluation scores on windows no choice saw (attnlab.training.steps.evaluate).
+CURVE_COLUMNS = ("step", "train_loss", "val_loss", "elapsed_s", "val_loss_select", "val_loss_report")
 
 
 class BundleError(RuntimeError):

@@ -45,6 +45,10 @@ TEMPERATURE_ARMS = ("a3", "softmax_t", "a3_heads")  # the a3_vs_temperature tabl
 DISPLAYED = ("csv", "md", "tex")  # numbers, and the human form of the same table
 
 
+READING = "this project's reading"  # the ledger's check column, labelled: never the post's words
+TIMING = "timing"  # the step that times the training step (attnlab.training.step_timing)
+
+
 @dataclass(frozen=True)
 class Table:
     name: str  # results/tables/<name>.<format>
@@ -62,11 +66,16 @@ COMPOSABILITY_CHECKS = ("variant", "kv_heads", "seeds", "dense_loss", "blockwise
 
 _TABLES = (
     # Every scalar of every bundle (nested keys joined by '.'); these are the ones the other tables read.
-    # study: the built-in studies the cell belongs to ("contest", "sweep" or "contest sweep").
-    Table("runs", "collect", "one cell", ("study", "variant", "lr", "seed", "best_val_loss", "final_val_loss",
-                                          "diverged", "diverged_step", "n_params", "path"), formats=("csv",),
-          open=True),
-    # best_val_mean/std over the contest seeds (std ddof 0, as the posts report it); the paired columns:
+    # study: the built-in studies the cell belongs to ("contest", "sweep" or "contest sweep"). best_val_loss is
+    # the posts' measure: the lowest over evaluations of the loss on every validation window, chosen and read on
+    # the same windows. Each evaluation also reads two fixed halves of the windows: best_val_loss_select is the
+    # select half's lowest (what an LR is chosen on), best_val_loss_heldout the report half's loss at that
+    # evaluation, a reading the choice never saw.
+    Table("runs", "collect", "one cell", ("study", "variant", "lr", "seed", "best_val_loss", "best_val_loss_select",
+                                          "best_val_loss_heldout", "final_val_loss", "diverged", "diverged_step",
+                                          "n_params", "path"), formats=("csv",), open=True),
+    # best_val_mean/std over the contest seeds (std ddof 0, as the posts report it: the posts' measure);
+    # heldout_val_mean/std, the same over best_val_loss_heldout (runs), NaN where a cell has none; the paired columns:
     #   delta_vs_softmax, the mean over the seeds both have of (variant - baseline) best validation loss in nats,
     #   each at its own contest LR (0 for the baseline), its 95% t-interval (NaN with one shared seed), wins
     #   "k/n" (seeds where the variant is below the baseline), n_paired = n; gap_vs_softmax = variant / baseline
@@ -77,13 +86,14 @@ _TABLES = (
     #   best_val_whole_mean: each cell's best checkpoint evaluated once on every validation character, mean over
     #   the seeds (the seed's metric, best_val_mean, is the minimum over evaluations of a few sampled batches).
     Table("contest", "collect", "one variant at its contest LR",
-          ("variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "bpc_mean", "n_diverged",
-           "n_params", "seeds") + PAIRED_COLUMNS + ("lr_edge", "n_improving", "best_val_whole_mean")),
+          ("variant", "lr", "lr_choice", "n_seeds", "best_val_mean", "best_val_std", "heldout_val_mean",
+           "heldout_val_std", "bpc_mean", "n_diverged", "n_params", "seeds") + PAIRED_COLUMNS
+          + ("lr_edge", "n_improving", "best_val_whole_mean")),
     Table("lr_sweep", "collect", "one sweep cell (variant, sweep LR, sweep seed)",
           ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step")),
-    # The variant at its best sweep LR (lowest mean best validation loss over the sweep seeds, no seed diverged)
-    # against the baseline at its own, paired over the sweep seeds, beside the contest's comparison (contest_*);
-    # interval_note says why a row has no interval.
+    # The variant at its best sweep LR (lowest mean best_val_loss_select over the sweep seeds, no seed diverged)
+    # against the baseline at its own, paired over the sweep seeds on best_val_loss, beside the contest's comparison
+    # (contest_*); interval_note says why a row has no interval.
     Table("best_lr", "collect", "one variant at its best sweep LR",
           ("variant", "best_lr", "lr_edge", "n_sweep_seeds", "best_val_mean") + PAIRED_COLUMNS
           + ("interval_note", "contest_lr", "contest_lr_choice", "contest_delta_vs_softmax", "contest_delta_ci_low",
@@ -177,6 +187,11 @@ _TABLES = (
     # rule reads, its confidence sequence over the seeds so far (cs_low, cs_high on the reported scale: a ratio
     # where `ratio`), its state, about how many seeds would decide it at the observed spread, the round's outcome
     # and the seeds it asked for next; precision is the sequence's mixture precision (tuned to max_seeds).
+    # The training step of the baseline and A³ (and a3_heads) timed in one process, the variants taking turns
+    # (attnlab.training.step_timing): one row per variant and round; the compute-overhead row reads it.
+    Table("step_times", TIMING, "one variant's step in one timed round",
+          ("variant", "round", "seconds_per_step", "steps", "d_model", "layers", "heads", "block_size", "batch_size"),
+          formats=("csv",)),
     Table("seed_rounds", "rounds", "one round of seeds and one comparison the rule reads",
           ("round", "n_seeds", "seeds", "comparison", "first", "second", "ratio", "thresholds", "n_paired", "mean",
            "cs_low", "cs_high", "state", "seeds_needed", "outcome", "next_seeds", "max_seeds", "precision",
@@ -193,7 +208,8 @@ COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one co
 LEDGER = "ledger"  # the claims ledger's own table
 # Tables the ledger reads where the build ran that study (the composability study, the scale ladder, the study
 # `heads`'s cells: runs_heads) or added seeds until decided (seed_rounds).
-LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads")
+LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads", "step_times")
+TIMED = (BASELINE, "a3", "a3_heads")  # the variants the step_times rule times, where the build trains them
 
 
 def written_by(step: str) -> tuple[str, ...]:

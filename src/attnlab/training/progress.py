@@ -5,6 +5,11 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass, field
 
+from attnlab.core.bundle_format import CURVE_COLUMNS
+
+# Where an evaluation row of the curve keeps each number (the bundle's curve.csv columns).
+VAL, SELECT, REPORT = (CURVE_COLUMNS.index(name) for name in ("val_loss", "val_loss_select", "val_loss_report"))
+
 
 @dataclass
 class Progress:
@@ -12,7 +17,8 @@ class Progress:
 
     cell: str  # the cell's identity (config slice, cell, code fingerprint)
     step: int = 0
-    curve: list = field(default_factory=list)  # [step, mean train loss since last eval, val loss, elapsed s]
+    # [step, mean train loss since last eval, val loss, elapsed s, val loss of the select half, of the report half]
+    curve: list = field(default_factory=list)
     pending_losses: list = field(default_factory=list)  # train losses since the last evaluation
     elapsed_s: float = 0.0
     diverged_step: int | None = None

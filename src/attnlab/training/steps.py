@@ -6,7 +6,9 @@ the traced function, so one compiled executable serves every LR and seed.
 
 from __future__ import annotations
 
+import math
 from functools import partial
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -89,29 +91,75 @@ def train_chunks(graphdef, rest, optimizer, params, opt_state, tokens, offsets, 
     return jax.vmap(one)(params, opt_state, offsets, seeds)
 
 
-@partial(jax.jit, static_argnames=("graphdef",))
-def evaluate(graphdef, rest, params, val_x, val_y):
-    """Mean loss over the fixed held-out batches (no dropout)."""
-    model = nnx.merge(graphdef, params, rest)
-    losses = jax.lax.map(lambda xy: cross_entropy(model(xy[0]), xy[1]), (val_x, val_y))
-    return losses.mean()
+class Reading(NamedTuple):
+    """One evaluation's mean validation loss: over every window (`full`, the posts' measure) and over each of
+    two fixed, disjoint halves of the windows. Choices (an LR, a plateau stop) read `select`; `report`, on
+    windows no choice saw, says what the chosen evaluation is worth without the luck of being chosen."""
+
+    full: jax.Array
+    select: jax.Array
+    report: jax.Array
+
+
+def select_windows(shape) -> jnp.ndarray:
+    """1.0 for the select half's windows, 0.0 for the report half's, over an evaluation's (batch, window) grid:
+    the even windows in batch-major order. Alternate windows halve sampled batches and the whole split's
+    consecutive stretches alike, so each half reads text from all over the split."""
+    return (jnp.arange(math.prod(shape)).reshape(shape) % 2 == 0).astype(jnp.float32)
+
+
+def half_sums(per_target: jnp.ndarray, weight: jnp.ndarray, select: jnp.ndarray) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """One batch's summed per-target losses over its select windows and over its report windows, each window at
+    its weight. Summed from the per-target losses, not from a per-window mean the full loss also reads: sharing
+    that would change how XLA sums the full loss, and so its last bits."""
+    return ((per_target * (weight * select)[:, None]).sum(),
+            (per_target * (weight * (1.0 - select))[:, None]).sum())
+
+
+def reading(full, select_sums, report_sums, weight, select, targets: int) -> Reading:
+    """The Reading of an evaluation from its full loss and its halves' summed losses (targets per window)."""
+    return Reading(full, select_sums.sum() / (targets * (weight * select).sum()),
+                   report_sums.sum() / (targets * (weight * (1.0 - select)).sum()))
 
 
 @partial(jax.jit, static_argnames=("graphdef",))
-def evaluate_windows(graphdef, rest, params, x, y, weight):
-    """Mean loss over weighted windows (no dropout): every character of a split once, padding at weight 0."""
+def evaluate(graphdef, rest, params, val_x, val_y) -> Reading:
+    """Mean loss over the fixed held-out batches (no dropout), and over each half of their windows.
+
+    `full` is the mean of the per-batch losses, computed exactly as before
+    the halves existed, so it keeps its value to the bit; every window holds
+    T targets, so it is also the halves' mean weighted by their windows.
+    """
     model = nnx.merge(graphdef, params, rest)
+    weight = jnp.ones(val_x.shape[:2], dtype=jnp.float32)
+    select = select_windows(weight.shape)
 
-    def batch(xyw):
-        per_window = optax.softmax_cross_entropy_with_integer_labels(model(xyw[0]), xyw[1]).mean(-1)
-        return (per_window * xyw[2]).sum()
+    def batch(xyws):
+        per_target = optax.softmax_cross_entropy_with_integer_labels(model(xyws[0]), xyws[1])
+        return per_target.mean(), *half_sums(per_target, xyws[2], xyws[3])
 
-    return jax.lax.map(batch, (x, y, weight)).sum() / weight.sum()
+    losses, select_sums, report_sums = jax.lax.map(batch, (val_x, val_y, weight, select))
+    return reading(losses.mean(), select_sums, report_sums, weight, select, val_y.shape[-1])
+
+
+@partial(jax.jit, static_argnames=("graphdef",))
+def evaluate_windows(graphdef, rest, params, x, y, weight) -> Reading:
+    """Mean loss over weighted windows (no dropout): every character of a split once, padding at weight 0; and
+    over each half of those windows, weighted as the whole is. `full` is computed exactly as before the halves."""
+    model = nnx.merge(graphdef, params, rest)
+    select = select_windows(weight.shape)
+
+    def batch(xyws):
+        per_target = optax.softmax_cross_entropy_with_integer_labels(model(xyws[0]), xyws[1])
+        return (per_target.mean(-1) * xyws[2]).sum(), *half_sums(per_target, xyws[2], xyws[3])
+
+    sums, select_sums, report_sums = jax.lax.map(batch, (x, y, weight, select))
+    return reading(sums.sum() / weight.sum(), select_sums, report_sums, weight, select, y.shape[-1])
 
 
 @partial(jax.jit, static_argnames=("graphdef", "normaliser"))
 def evaluate_normalised(graphdef, rest, params, val_x, val_y, *, normaliser: str):
-    """evaluate() with the kernel family's kappa normalised by `normaliser` ("kernel" or "softmax").
+    """evaluate()'s full loss with the kernel family's kappa normalised by `normaliser` ("kernel" or "softmax").
 
     The normaliser crossover: the trained weights, unchanged, with the score
     module wrapped in attention.normalisers.Renormalised.

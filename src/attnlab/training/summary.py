@@ -22,7 +22,7 @@ from attnlab.training.batches import whole_split_batches
 from attnlab.training.bundle_writer import write_bundle
 from attnlab.training.checkpoint import save_params
 from attnlab.training.model import count_params
-from attnlab.training.progress import Progress
+from attnlab.training.progress import REPORT, SELECT, VAL, Progress
 from attnlab.training.steps import evaluate, evaluate_normalised, evaluate_windows, probe
 
 LN2 = math.log(2.0)
@@ -30,8 +30,8 @@ LN2 = math.log(2.0)
 
 def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: Path,
                       code_fingerprint: str, pack: dict | None = None) -> dict:
-    """Probe the final weights on the telemetry batches, evaluate the best checkpoint once on the whole
-    validation split, and write the bundle in one step."""
+    """Probe the final weights on the telemetry batches, evaluate the best checkpoint (the lowest full-window
+    loss) once on the whole validation split, and write the bundle in one step."""
     with cell.phases("telemetry"):
         arrays = jax.tree.map(np.asarray, probe(cell.graphdef, cell.rest, params, cell.probe_x, cell.probe_y,
                                                 min_keys=cell.telemetry.entropy_min_keys))
@@ -40,7 +40,7 @@ def write_cell_bundle(cell, params, best, progress: Progress, maps: dict, out: P
             summary["provenance"]["pack"] = pack
     with cell.phases("evaluation"):
         whole = float(evaluate_windows(cell.graphdef, cell.rest, best, cell.whole_x, cell.whole_y,
-                                       cell.whole_weight))
+                                       cell.whole_weight).full)
         if cell.tcfg.context_multiples:
             summary["val_loss_at_context"] = {"1": whole, **longer_context_losses(cell, best)}
     summary["best_val_loss_whole_split"] = whole
@@ -68,7 +68,7 @@ def longer_context_losses(cell, best) -> dict[str, float]:
         length = multiple * cell.mcfg.block_size
         x, y, weight = whole_split_batches(cell.corpus.val, length, max(1, cell.tcfg.batch_size // multiple),
                                            cell.bos)
-        losses[str(multiple)] = float(evaluate_windows(cell.graphdef, cell.rest, best, x, y, weight))
+        losses[str(multiple)] = float(evaluate_windows(cell.graphdef, cell.rest, best, x, y, weight).full)
     return losses
 
 
@@ -77,8 +77,20 @@ def bundle_config(cfg: dict, key) -> dict:
     return dict(cfg, variant=key.variant, lr=key.lr_value, seed=key.seed)
 
 
+def held_out(curve: list) -> dict:
+    """The best loss chosen on one half of the validation windows and read on the other: the evaluation whose
+    select-half loss is lowest (its step, `best_step_select`, the earliest on a tie; that loss,
+    `best_val_loss_select`) and the report half's loss there (`best_val_loss_heldout`). best_val_loss, the
+    minimum over evaluations of the same windows it is read on, is biased low by the choice; this is not."""
+    if not curve:
+        return {"best_val_loss_select": float("nan"), "best_val_loss_heldout": float("nan"), "best_step_select": None}
+    at = int(np.nanargmin([row[SELECT] for row in curve]))
+    return {"best_val_loss_select": float(curve[at][SELECT]), "best_val_loss_heldout": float(curve[at][REPORT]),
+            "best_step_select": int(curve[at][0])}
+
+
 def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: str) -> dict:
-    vals = [row[2] for row in progress.curve]
+    vals = [row[VAL] for row in progress.curve]
     best = float(np.nanmin(vals)) if vals else float("nan")
     nnx.update(cell.model, params)
     steps_done = progress.diverged_step if progress.diverged_step is not None else progress.step
@@ -91,6 +103,7 @@ def bundle_summary(cell, params, progress: Progress, arrays, code_fingerprint: s
         "n_params": count_params(cell.model),
         "best_val_loss": best, "best_val_bpc": best / LN2,
         "best_step": int(progress.curve[int(np.nanargmin(vals))][0]) if vals else None,
+        **held_out(progress.curve),
         "final_val_loss": float(vals[-1]) if vals else float("nan"),
         "diverged": progress.diverged_step is not None,
         "diverged_step": progress.diverged_step,
@@ -116,7 +129,7 @@ def normaliser_crossover(cell, params) -> dict | None:
     """A kernel-family cell's final weights on the validation batches under its own and the other normaliser.
 
     The same kappa, the same weights, the same batches: native_loss is
-    evaluate()'s, swapped_loss the loss with kappa normalised the other way
+    evaluate()'s full loss, swapped_loss the loss with kappa normalised the other way
     (l1 <-> softmax, attention.normalisers), which is what the twin variant
     `swapped_to` computes with these weights. None for variants without a twin.
     """
@@ -124,7 +137,7 @@ def normaliser_crossover(cell, params) -> dict | None:
         return None
     native = NORMALISERS[cell.variant]
     swapped = "softmax" if native == "kernel" else "kernel"
-    native_loss = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
+    native_loss = float(evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y).full)
     swapped_loss = float(evaluate_normalised(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y,
                                              normaliser=swapped))
     return {"native_normaliser": native, "native_loss": native_loss, "swapped_to": NORMALISER_TWINS[cell.variant],

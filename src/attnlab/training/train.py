@@ -46,7 +46,7 @@ from attnlab.training.disk_full import DiskFullError
 from attnlab.training.folder_lock import FolderLock
 from attnlab.training.model import GPT
 from attnlab.training.phases import Phases
-from attnlab.training.progress import Progress
+from attnlab.training.progress import SELECT, VAL, Progress
 from attnlab.training.runtime import configure_runtime, exit_with_parent, settle_on_cpus
 from attnlab.training.schedule import plateaued, schedule
 from attnlab.training.steps import evaluate, evaluate_windows, make_optimizer, train_chunk, window_attention
@@ -149,6 +149,15 @@ class Cell:
 
     def label(self) -> str:
         return self.key.label()
+
+    def evaluate(self, params) -> tuple[float, float, float]:
+        """The validation loss of `params` over every window and over its select and report halves
+        (attnlab.training.steps.Reading): on the whole split, or on the fixed sampled batches."""
+        if self.tcfg.eval_whole_split:
+            reading = evaluate_windows(self.graphdef, self.rest, params, self.whole_x, self.whole_y, self.whole_weight)
+        else:
+            reading = evaluate(self.graphdef, self.rest, params, self.val_x, self.val_y)
+        return tuple(map(float, reading))
 
     def attention_map(self, params) -> np.ndarray:
         return np.asarray(window_attention(self.graphdef, self.rest, params, jnp.asarray(self.window)),
@@ -261,7 +270,8 @@ def restore_or_start(cell: Cell, checkpoints: ResumeCheckpoints, identity: str):
 
 def train_until_done(cell: Cell, params, opt_state, best, progress: Progress, maps: dict, checkpoints):
     """Run chunks of steps between stops; on divergence, roll back to the last finite stop. `best` follows the
-    parameters of the lowest validation loss so far (checkpointed with the state, so a resumed run keeps it)."""
+    parameters of the lowest full-window validation loss so far (Stops.take_stop; checkpointed with the state,
+    so a resumed run keeps it)."""
     run = Stops(cell, params, opt_state, best, progress, maps, checkpoints)
     while run.running:
         target = run.next_stop()
@@ -300,26 +310,31 @@ class Stops:
         return self.cell.offsets(self.step, target - self.step)
 
     def take_stop(self, step: int, params) -> bool:
-        """Evaluate/snapshot at a stop; False if the model is no longer finite (divergence)."""
+        """Evaluate/snapshot at a stop; False if the model is no longer finite (divergence).
+
+        The best checkpoint follows the full-window loss, as it did before the
+        halves: the whole-split and longer-context evaluations of the best
+        checkpoint (attnlab.training.summary) read the same parameters as
+        before. The plateau rule reads the select half, a choice like an LR's,
+        so the report half stays a reading no choice has seen.
+        """
         cell, progress, plan = self.cell, self.progress, self.cell.plan
         if not all_finite(params):
             return False
         if step in plan["eval"]:
             with cell.phases("evaluation"):
-                val = float(evaluate_windows(cell.graphdef, cell.rest, params, cell.whole_x, cell.whole_y,
-                                             cell.whole_weight) if cell.tcfg.eval_whole_split
-                            else evaluate(cell.graphdef, cell.rest, params, cell.val_x, cell.val_y))
+                val, select, report = cell.evaluate(params)
             if not math.isfinite(val):
                 return False
-            if not progress.curve or val < min(row[2] for row in progress.curve):
+            if not progress.curve or val < min(row[VAL] for row in progress.curve):
                 self.best = jax.tree.map(jnp.copy, params)
             pending = progress.pending_losses
             train_loss = float(np.mean(pending)) if pending else float("nan")
-            progress.curve.append([step, train_loss, val, progress.elapsed_s])
+            progress.curve.append([step, train_loss, val, progress.elapsed_s, select, report])
             progress.pending_losses = []
             rule = cell.tcfg.plateau
             if rule is not None and step >= rule.min_steps and plateaued(
-                    [(row[0], row[2]) for row in progress.curve], rule.patience, rule.tolerance):
+                    [(row[0], row[SELECT]) for row in progress.curve], rule.patience, rule.tolerance):
                 progress.plateau_step = step
             shown = f"{train_loss:.4f}" if pending else "—"
             cell.log(f"{cell.label()} step {step}/{cell.tcfg.steps} train {shown} val {val:.4f} "

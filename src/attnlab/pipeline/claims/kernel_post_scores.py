@@ -84,7 +84,7 @@ def _seed_mean_range(cells: pd.DataFrame) -> tuple[float, float]:
     return float(by_seed.min()), float(by_seed.max())
 
 
-def scale_check(rule: pp.Rule, bar: float, name: str):
+def scale_check(rule: pp.Rule, bar: float, name: str, function: str):
     """The score-scale check at one reading of the post's words: the max-score ratio against `bar`."""
     def check(t, pub, protocol) -> Claim:
         ps = pub["score_scale"]
@@ -112,23 +112,19 @@ def scale_check(rule: pp.Rule, bar: float, name: str):
                           f"of max: {k_lo:,.4g}–{k_hi:,.4g} vs {s_lo:.4g}–{s_hi:.4g}")
         claim.note = "; ".join(filter(None, [
             f"yat at {contest_lr_text(t, 'yat')}, softmax at {contest_lr_text(t, 'softmax')}",
-            robust_note(scores), matched_lr_note(table_of(t, "runs")), note, HEAVY_TAIL, KAPPA_IS_LINEAR]))
+            robust_note(scores), matched_lr_note(table_of(t, "runs")), note, KAPPA_IS_LINEAR]))
         judged(claim, one_sided(estimate, bar, above=True), {"": estimate}, ratio, stability_text(estimate, bar))
         direction = (f"the kernel's scores are {estimate.mean:,.3g}× ({math.log10(estimate.mean):.1f} orders), "
                      f"under {bar:,.0f}×")
         return at_protocol(claim, protocol, pp.conditions(t, rule, ["yat", "softmax"]), direction)
 
-    check.__name__ = f"kernel_scores_{name.replace(' ', '_')}"
+    check.__name__ = function  # the ladder's ladder_claims table names each check by it
     return check
-
-
-HEAVY_TAIL = ("the maximum is the most heavy-tailed statistic of a score distribution and moves with the LR; the "
-              "high quantile beside it is the robust reading")
 
 
 def robust_note(scores: pd.DataFrame) -> str:
     """yat / softmax of a high quantile of the trained scores (the score_scale table's quantile column), per
-    seed mean, beside the maximum."""
+    seed mean, beside the maximum: the maximum is the most heavy-tailed statistic there is, and moves with the LR."""
     column = QUANTILE_COLUMN
     if scores.empty or column not in scores or scores[column].isna().all():
         return ""
@@ -150,8 +146,9 @@ def matched_lr_note(runs: pd.DataFrame) -> str:
     return "at matched LRs, yat / softmax max score: " + "; ".join(parts)
 
 
-kernel_scores_five_orders = scale_check(FIVE_ORDERS_RULE, FIVE_ORDERS, "five orders of magnitude")
-kernel_scores_larger = scale_check(ORDERS_RULE, ORDERS_OF_MAGNITUDE, "orders of magnitude")
+kernel_scores_five_orders = scale_check(FIVE_ORDERS_RULE, FIVE_ORDERS, "five orders of magnitude",
+                                        "kernel_scores_five_orders")
+kernel_scores_larger = scale_check(ORDERS_RULE, ORDERS_OF_MAGNITUDE, "orders of magnitude", "kernel_scores_larger")
 
 
 def matched_lr_scores(runs: pd.DataFrame, a: str = "yat", b: str = "yat_b") -> pd.DataFrame:

@@ -25,6 +25,7 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.claims.words import Words
+from attnlab.pipeline.contract import READING
 from attnlab.pipeline.formatting import lr_text
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
@@ -34,7 +35,6 @@ PLATEAU = "cells trained to a plateau"
 LAYERS = "at least four layers"
 PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS)
 MIN_LAYERS = 4  # two early and two deep layers: with one on each side, depth is one layer's own effect
-READING = "this project's reading"  # how the check column is labelled: never the post's words
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,8 @@ import numpy as np
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import MAP_LABELS, cell_lines, draw_map, map_figure, map_norm
+from attnlab.pipeline.figures.maps import (MAP_LEFT, ROW_LABEL, cell_lines, draw_map, fit_maps, map_colorbar,
+                                           map_figure, map_norm)
 from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
@@ -33,8 +34,8 @@ def draw(maps: list[dict], style: dict):
     cols = max(len(maps), 1)
     title = ("Trained attention through depth (rows: layers, heads averaged; contest LR, one seed per variant, "
              "named above its column)" if maps else "Trained attention through depth")
-    fig, body, axes = map_figure(style, layers, cols, title, maps[0]["text"] if maps else None)
-    side = fig.get_figwidth() - MAP_LABELS
+    fig, body, axes, grid = map_figure(style, layers, cols, title, maps[0]["text"] if maps else None)
+    side = (fig.get_figwidth() - MAP_LEFT) / cols
     norm = map_norm()
     image = None
     for c, entry in enumerate(maps):
@@ -45,13 +46,15 @@ def draw(maps: list[dict], style: dict):
                 continue
             image = draw_map(ax, entry["maps"][layer], norm, label_x=layer == layers - 1, label_y=c == 0)
             if layer == 0:
-                ax.set_title(f"{cell_lines(entry['label'], max(side / cols, 0.9))}\nstep {entry['step']}",
+                ax.set_title(f"{cell_lines(entry['label'], side)}\nstep {entry['step']}",
                              fontsize=7.5)
             if c == 0:
-                ax.set_ylabel(f"layer {layer}\nquery position", fontsize=7.5)
+                ax.set_ylabel(f"layer {layer}\nquery position", **ROW_LABEL)
     if image is not None:
-        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight\n(mean over heads, sqrt scale)")
+        map_colorbar(body, image, axes, "attention weight (mean over heads, square-root scale)")
+        fit_maps(fig, grid, axes)
         set_key_characters(axes[0, :len(maps)], maps[0]["text"])
+        fit_maps(fig, grid, axes)
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
     return fig

@@ -4,9 +4,11 @@ The numbers are the score_scale table's, under the writeup's names: max score
 (column max_score) is a layer's largest score over every held-out batch; the
 mean over layers of max score, per seed (column
 seed_mean_over_layers_of_max_score) is the summary the posts quote; a
-variant's max score is its largest over layers and seeds, and the multiple of
-softmax's printed under its name is the score-scale table's own ratio
-(attnlab.pipeline.score_scale computes both).
+variant's max score is its largest over layers and seeds. The number printed
+under its name is the score-scale table's own ratio to softmax: each seed's
+max score over softmax's of the same seed, the geometric mean over the seeds
+(attnlab.pipeline.score_scale computes both), so it is not the ratio of the
+two max scores drawn, which may come from different seeds.
 """
 
 from __future__ import annotations
@@ -74,14 +76,21 @@ def _by_variant(ax, score, shown, order, style) -> None:
     # the ratios sit under the names, where no marker can cover them
     ax.set_xticks(range(len(shown)), [f"{v}\n{labels[v]}" for v in shown], fontsize=7.5)
     ax.set_xlim(-0.6, len(shown) - 0.4)
+    ax.set_xlabel(RATIO_NOTE, fontsize=7.5)
     ax.set_ylabel("score")
     ax.set_title(f"per variant (dotted: {BASELINE}'s max score)", loc="left", pad=24)  # above the legend
     ax.legend(handles=[
         Line2D([], [], ls="none", marker="o", ms=5.5, mfc="white", mec="0.3", mew=1.2,
                label="mean over layers of max score, one per seed (bar: range)"),
         Line2D([], [], ls="none", marker="o", ms=7, color="0.3", mec=MARKER_EDGE,
-               label=f"max score; under the name: its multiple of {BASELINE}'s"),
+               label="max score: the largest over layers and seeds"),
     ], fontsize=7, loc="lower left", bbox_to_anchor=(0, 1.0), borderaxespad=0.2, frameon=False)
+
+
+# What the number under each name is (max_score_ratios): not the ratio of the two max scores drawn, which can
+# come from different seeds, but each seed's max score over the baseline's of that seed, averaged on a log scale.
+RATIO_NOTE = (f"under each name: its max score over {BASELINE}'s of the same seed, "
+              "geometric mean over the seeds")
 
 
 def draw(data: dict, style: dict):

@@ -2,9 +2,11 @@
 variant, blank panels.
 
 Every figure is drawn for the printed text column: TEXT_WIDTH inches wide (it
-fits A4 and Letter alike), no taller than MAX_HEIGHT, with lettering sized in
-points for that page (FONTS, never under MIN_FONT). The writeup shows each
-figure at the width it was drawn at, so a point here is a point on paper.
+fits A4 and Letter alike), no taller than MAX_HEIGHT (a figure of attention
+maps: MAP_MAX_HEIGHT), with lettering sized in points for that page (FONTS,
+never under MIN_FONT). The writeup prints each figure at the width it was
+drawn at, so a point here is a point on paper
+(attnlab.pipeline.report.style.print_scale).
 
 Importing this module selects matplotlib's Agg backend, so a figure job draws
 the same off screen on any machine, and sets the figures' font sizes.
@@ -29,6 +31,9 @@ TEXT_WIDTH = 6.5  # inches: the printed text column (A4 and Letter less their ma
 # printed page's text area (A4 or Letter), so a figure that does not fit where it falls and moves whole to
 # the next page leaves the page before it at least a third full
 MAX_HEIGHT = 5.0
+# inches: a figure of attention maps may grow past MAX_HEIGHT to keep its maps readable (maps.MAP_SIDE), up to
+# a page of its own: Letter's text area, the shorter (9.7 in), less its caption and the line under it
+MAP_MAX_HEIGHT = 8.0
 MIN_FONT = 7.0  # points at printed size: no figure letters anything smaller
 # matplotlib's default sizes, in points, for the printed column ('small' and smaller are never used).
 FONTS = {"font.size": 8.0, "axes.titlesize": 8.5, "axes.labelsize": 8.0, "xtick.labelsize": 7.5,
@@ -104,10 +109,12 @@ def new_figure(style: dict, height: float, width: float = TEXT_WIDTH, **kwargs):
     return plt.subplots(figsize=(width, min(height, MAX_HEIGHT)), dpi=style["dpi"], **kwargs)
 
 
+TEXT_EM = 0.56  # DejaVu Sans, matplotlib's font, averages a little over half an em per character of running text
+
+
 def wrap(text: str, width: float = TEXT_WIDTH, fontsize: float = FONTS["figure.titlesize"]) -> str:
-    """`text` broken into lines that fit `width` inches at `fontsize` points (DejaVu Sans, matplotlib's font,
-    averages a little over half an em per character of running text)."""
-    return textwrap.fill(text, width=max(20, int(width * 72 / (0.56 * fontsize))), break_long_words=False)
+    """`text` broken into lines that fit `width` inches at `fontsize` points."""
+    return textwrap.fill(text, width=max(20, int(width * 72 / (TEXT_EM * fontsize))), break_long_words=False)
 
 
 def title(fig, text: str, fontsize: float = FONTS["figure.titlesize"]):

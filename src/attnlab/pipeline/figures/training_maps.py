@@ -9,7 +9,9 @@ import numpy as np
 from attnlab.pipeline.plan.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
-from attnlab.pipeline.figures.maps import cell_lines, clamp, draw_map, map_figure, map_norm
+from attnlab.pipeline.figures.maps import (MAP_LEFT, ROW_LABEL, cell_lines, clamp, draw_map, fit_maps, map_colorbar,
+                                           map_figure, map_norm)
+from attnlab.pipeline.figures.style import TEXT_EM
 from attnlab.pipeline.figures.window import set_key_characters, window_text
 
 
@@ -32,10 +34,14 @@ def load_snapshots(runs, contest, layer: int, head: int) -> list[dict]:
     return entries
 
 
-def _step_title(step: int, total) -> str:
-    if total and np.isfinite(total) and total > 0:
-        return f"step {step} ({100 * step / total:.0f}%)"
-    return f"step {step}"
+def column_title(step: int, total, width_in: float, fontsize: float = 7.5) -> str:
+    """A checkpoint's title over its column: its step and share of training, the share on a line of its own
+    where one line would not keep a glyph clear of the next column's title."""
+    if not (total and np.isfinite(total) and total > 0):
+        return f"step {step}"
+    one = f"step {step} ({100 * step / total:.0f}%)"
+    fits = (len(one) + 2) * TEXT_EM * fontsize / 72 <= width_in
+    return one if fits else one.replace(" (", "\n(")
 
 
 def draw(entries: list[dict], style: dict):
@@ -43,8 +49,9 @@ def draw(entries: list[dict], style: dict):
     cols = max((len(e["steps"]) for e in entries), default=1)
     where = {(e["layer"], e["head"]) for e in entries}
     shown = ", ".join(f"layer {lyr}, head {hd}" for lyr, hd in sorted(where)) or "no contest cells"
-    fig, body, axes = map_figure(style, rows, cols, f"Attention through training ({shown}; contest LR, one seed "
-                                 "per variant, named at its row)", entries[0]["text"] if entries else None)
+    fig, body, axes, grid = map_figure(style, rows, cols, f"Attention through training ({shown}; one seed per "
+                                       "variant at its contest LR)", entries[0]["text"] if entries else None)
+    side = (fig.get_figwidth() - MAP_LEFT) / cols
     norm = map_norm()
     image = None
     # Cells trained to a plateau stop at steps of their own: then every map is titled with its own step, and the
@@ -63,14 +70,16 @@ def draw(entries: list[dict], style: dict):
                 continue
             image = draw_map(ax, entry["maps"][c], norm, label_x=r == rows - 1, label_y=c == 0)
             if r == 0 and shared:
-                ax.set_title(_step_title(entry["steps"][c], entry["total"]), fontsize=7.5)
+                ax.set_title(column_title(entry["steps"][c], entry["total"], side), fontsize=7.5)
             elif not shared:
                 ax.set_title(f"step {entry['steps'][c]}", fontsize=7)
             if c == 0:
-                ax.set_ylabel(f"{cell_lines(entry['label'], 1.2)}\nquery position", fontsize=7.5)
+                ax.set_ylabel(f"{cell_lines(entry['label'], side)}\nquery position", **ROW_LABEL)
     if image is not None:
-        body.colorbar(image, ax=axes, shrink=0.6, label="attention weight (sqrt scale)")
+        map_colorbar(body, image, axes, "attention weight (square-root scale)")
+        fit_maps(fig, grid, axes)
         set_key_characters(axes[0, :], entries[0]["text"])
+        fit_maps(fig, grid, axes)
     else:
         axes[0, 0].text(0.5, 0.5, "no contest cells in runs.csv", ha="center", transform=axes[0, 0].transAxes)
     return fig

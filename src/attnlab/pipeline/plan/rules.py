@@ -91,9 +91,13 @@ class Plan:
         self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
         # the study `heads`'s cells, which the ledger's selective-attention row reads
         self.heads_tables = [str(paths.study_runs(TWICE_THE_HEADS))] if TWICE_THE_HEADS in self.studies else []
+        # the training step timed in one process, interleaved, where the build trains the baseline and A³
+        self.timed_variants = [v for v in contract.TIMED if v in self.config["variants"]]
+        timed = {"a3", contract.BASELINE} <= set(self.timed_variants)
+        self.step_times = tables(*contract.written_by(contract.TIMING)) if timed else []
         self.optional_tables = sorted(set(
             ([COMPOSABILITY] if self.composability else []) + [Path(t).stem for t in self.rounds_tables]
-            + [Path(t).stem for t in self.heads_tables]
+            + [Path(t).stem for t in self.heads_tables] + [Path(t).stem for t in self.step_times]
             + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
             + [paths.study_file(name) for name in self.studies]))
         self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
@@ -294,6 +298,22 @@ class Plan:
 
     # ---- one training cell (train_cell's wildcards: place, variant, lr, seed; a pack rule passes its Pack, which
     # has the place and the variant too)
+
+    def timing_config(self) -> str:
+        """The contest cells' config slice (JSON, quoted), whose step the step_times rule times."""
+        return quoted(self.grid.slice_at(paths.study_place(studies_mod.CONTEST)))
+
+    def timing_mem_mb(self, wildcards=None, attempt=1) -> int:
+        """Declared memory of the step_times job: a training job's at the contest's model, one per timed variant."""
+        contest = self.grid.slice_at(paths.study_place(studies_mod.CONTEST))
+        return len(self.timed_variants) * folder_mem_mb(contest, attempt=attempt)
+
+    def timing_code(self) -> str:
+        """Fingerprint of the timing module and what it imports, the timed variants' modules among them."""
+        from attnlab.core import variants
+
+        return self.pipeline_code("attnlab.training.step_timing",
+                                  *(variants.variant_module(v) for v in self.timed_variants))
 
     def cell_slice(self, wildcards) -> dict:
         """The config slice of the cells in one folder (paths.place): the identity train_cell's params carry."""

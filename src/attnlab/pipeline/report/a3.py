@@ -81,10 +81,11 @@ def temperature_results(table: pd.DataFrame) -> str:
     if table.empty:
         return f"No A³ and {BASELINE} contest seeds in this build, so no gain to compare."
     mean = table.mean(numeric_only=True)
-    text = f"Over {len(table)} contest seeds, A³ gains {signed(mean.a3_gain)} nats over {BASELINE} (> 0 is better)"
+    text = (f"Over {len(table)} contest seeds, A³ − {BASELINE} is {signed(-mean.a3_gain)} nats (below 0 is better, "
+            "as everywhere in this report)")
     if not has_temperature_arm(table):
         return text + ("; this build has no softmax_t cells, so whether a learned per-head temperature closes that "
                        "gain is left to a build with the arms (`config/arms.yaml`, `config/paper.yaml`).")
     share = mean.softmax_t_gain / mean.a3_gain if mean.a3_gain else float("nan")
-    return text + (f"; softmax_t gains {signed(mean.softmax_t_gain)}, "
-                   f"{fixed(share, 2) if share == share else MISSING} of A³'s gain.")
+    return text + (f"; softmax_t − {BASELINE} is {signed(-mean.softmax_t_gain)}, "
+                   f"{fixed(share, 2) if share == share else MISSING} of A³'s difference.")

@@ -15,6 +15,8 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.formatting import difference, finite, plural
+from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
+from attnlab.pipeline.claims.scale import ON_THE_LADDER
 from attnlab.pipeline.report.ledger import SURVIVES, reference_number, sources, tally, verdict_kind
 
 # What each variant computes, in words (the README's table says the same).
@@ -35,6 +37,7 @@ LEVEL = f"{statistics.CONFIDENCE:.0%}"
 # first round of seeds, on the fastest and the slowest day measured (the CHANGELOG's measurements give the
 # command and each day's step rate).
 SETTLE_CONFIG, SETTLE_MINUTES = "settle", "45–55"
+POSTS = (KERNEL_POST, A3_POST)  # the ledger's sources that are the two posts
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -43,7 +46,9 @@ def variants_list(contest: pd.DataFrame) -> str:
 
 
 def _posts() -> str:
-    cited = [(name, s) for name, s in sources().items() if s.get("cited", True)]
+    """The two posts, by title with their reference numbers (the catalog's papers are cited where their rows
+    stand)."""
+    cited = [(name, s) for name, s in sources().items() if s.get("cited", True) and name in POSTS]
     return " and ".join(f"<em>{html.escape(s['title'])}</em> "
                         f'<a href="#references">[{reference_number(name)}]</a>' for name, s in cited)
 
@@ -110,7 +115,7 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     failed = {}
     for text in rows.resolution.astype(str):
         head = text.removeprefix("off the claim's protocol: ").split("; at this protocol")[0]
-        for name in head.split("; "):
+        for name in filter(None, head.split("; ")):  # a ladder row names its rung's preconditions elsewhere
             failed[name] = failed.get(name, 0) + 1
     why = ", ".join(f"{name} ({n})" for name, n in sorted(failed.items(), key=lambda kv: -kv[1]))
     text = (f"{plural(len(rows), 'claim')} {'is' if len(rows) == 1 else 'are'} inconclusive at "
@@ -167,13 +172,15 @@ def improving(runs: pd.DataFrame) -> str:
             "than inconclusive here; the rankings are of models caught mid-training.")
 
 
-POSTS = ("kernel post", "A³ post")  # the ledger's sources that are the two posts (attnlab.pipeline.claims)
+def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The two posts' own claims: their rows of the ledger, without the ladder's per-rung repeats of them."""
+    return ledger[ledger.source.isin(POSTS) & ~ledger.claim.astype(str).str.startswith(ON_THE_LADDER)]
 
 
 def decided(ledger: pd.DataFrame, protocol: str) -> str:
     """One line: how many of the two posts' claims this build decides, how many survive Holm's step-down, and
     what would decide the rest."""
-    posts = ledger[ledger.source.isin(POSTS)]
+    posts = posts_claims(ledger)
     kinds = _kind(posts)
     tested = int(kinds.isin([statistics.HOLDS, statistics.CONTRADICTED]).sum())
     built = int(kinds.isin(statistics.BY_CONSTRUCTION).sum())
@@ -193,10 +200,13 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
     """The abstract as a block of HTML: what was found and how many of the posts' claims it decides first, then
     what was tested and at which protocol, then every verdict's count."""
     name = html.escape(build.protocol(runs))
+    n_posts = len(posts_claims(ledger))
     tested = (f"This report retrains the attention score functions of two blog posts, {_posts()}, as "
               f"character-level GPTs on tinyshakespeare that differ only in how a query and a key become an "
-              f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the "
-              f"{len(ledger)} claims of its ledger (the posts' and this project's controls) against the runs. "
+              f"attention weight ({', '.join(html.escape(v) for v in contest.variant)}), and checks the two "
+              f"posts' {n_posts} claims against the runs, with {len(ledger) - n_posts} more rows of its ledger "
+              "apart from them: the catalog's papers, this project's own questions and controls, and the scale "
+              "ladder's. "
               f"{build.protocol_text(runs, contest)}")
     found = " ".join(filter(None, [findings(contest), improving(runs)]))
     verdicts = " ".join(filter(None, [

@@ -267,9 +267,7 @@ def summary_display(ledger: pd.DataFrame, shown: set[str]) -> pd.DataFrame:
         number = reference_number(row.source)
         short = sources().get(row.source, {}).get("short", row.source)
         cite = f' <a href="#references">[{number}]</a>' if number else f" ({html.escape(str(short))})"
-        quote = str(getattr(row, "quote", "") or "")
-        words = f'<span class="words">{html.escape(quote)}</span>' if quote else ""
-        return html.escape(str(row.claim)) + cite + words
+        return html.escape(str(row.claim)) + cite  # the post's own words stand in the full ledger
 
     def see(row):
         table = evidence(row.claim, shown)

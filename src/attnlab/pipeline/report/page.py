@@ -173,6 +173,9 @@ _LONE_OPERATOR = re.compile(r"(?:(?<=\s)|^)([−+±×=<>≈]) ")
 # or a range of them ('1e-2', '3e-4–3e-3'), whose hyphen the browser would otherwise break after.
 _E_NUMBER = r"[−+-]?\d+(?:\.\d+)?e[−+-]?\d+"
 _UNBROKEN = re.compile(rf"\[[^\[\]]*\]|\S+ ± \S+|{_E_NUMBER}(?:[–-]{_E_NUMBER})*")
+# A commit or a checksum (40 or 64 hex digits): an identifier, not a number, so it is set as code on one line;
+# broken across two, its halves would read as two numbers, and its digits as a quantity.
+_DIGEST = re.compile(r"\b([0-9a-f]{64}|[0-9a-f]{40})\b")
 
 
 def header_html(text: str) -> str:
@@ -185,8 +188,12 @@ def header_html(text: str) -> str:
 
 def cell_html(text: str) -> str:
     """A cell's text as HTML: intervals and 'mean ± std' kept on one line (an interval may wrap after its comma
-    where the stylesheet lets it: in a column of running text, or a dense table), a path free to wrap after a
-    slash."""
+    where the stylesheet lets it: in a column of running text, or a dense table), a commit hash as code on one
+    line, a path free to wrap after a slash."""
+    parts = _DIGEST.split(text)  # text, hash, text, ...
+    if len(parts) > 1:
+        return "".join(f'<code class="digest">{part}</code>' if i % 2 else cell_html(part)
+                       for i, part in enumerate(parts))
     out, at = [], 0
     for match in _UNBROKEN.finditer(text):
         out.append(_wrappable(text[at:match.start()]))

@@ -3,10 +3,11 @@
 Tables never grow wider than the text column (cells wrap at spaces, never
 inside a word, a number's interval or a header word; per-seed detail sits in a
 collapsible block under its table on screen); a verdict badge never breaks
-inside itself. A figure is shown at the width it was drawn for
-(attnlab.pipeline.figures.style.TEXT_WIDTH, set on each image by
-attnlab.pipeline.report.page), so on paper its lettering has the point size it
-was drawn at; on screen it is enlarged by SCREEN_ZOOM up to the column.
+inside itself, nor a commit hash (set as code, on one line). A figure is shown
+at the width it was drawn for (attnlab.pipeline.figures.style.TEXT_WIDTH, set
+on each image by attnlab.pipeline.report.page), so on paper its lettering has
+the point size it was drawn at; on screen it is enlarged by SCREEN_ZOOM up to
+the column.
 
 In print (the PDF of attnlab.pipeline.report.pdf, or a browser's own print):
 text flows from page to page instead of each cell's output being held on one
@@ -17,10 +18,9 @@ the web prints its address; an animated figure shows its still poster frame
 instead of whatever frame the GIF is on.
 
 How large a figure prints is print_scale's arithmetic, the one place it is
-done: the tests hold every figure's lettering and maps to it.
+done: the tests hold every figure's lettering (7 pt) and attention maps to it,
+and check it against the PDF Chromium prints.
 """
-
-from attnlab.pipeline.report.pdf import PAPERS, text_area_mm
 
 MM_PER_INCH = 25.4
 SCREEN_ZOOM = 1.35  # a figure on screen is this much larger than on paper, up to the text column
@@ -67,6 +67,7 @@ figure.paper p.made-by { font-size: 0.8em; color: #555; margin: 0.3em auto 0 aut
 .jp-RenderedHTMLCommon details.per-seed summary { cursor: pointer; color: #1f4e8c; }
 .jp-RenderedHTMLCommon details.per-seed table.paper { margin-top: 0.4em; }
 .jp-RenderedHTMLCommon div.per-seed-print { display: none; }
+code.digest { white-space: nowrap; }
 span.verdict { display: inline-block; white-space: nowrap; font-weight: 600; padding: 0 0.3em; border-radius: 3px; }
 span.verdict.holds { color: #0b5e3c; background: #dff3e8; }
 span.verdict.partly { color: #7a4b00; background: #fbecd0; }
@@ -120,6 +121,10 @@ ol.references li { margin-bottom: 0.3em; }
 def print_column() -> float:
     """The text column a figure prints in, in inches: the narrower of the papers' (A4's 180 mm), where a
     figure has the least room."""
+    # imported here: the package imports this module, and pdf runs as a command (python -m), which warns when
+    # its package has imported it already
+    from attnlab.pipeline.report.pdf import PAPERS, text_area_mm
+
     return min(text_area_mm(paper)[0] for paper in PAPERS) / MM_PER_INCH
 
 

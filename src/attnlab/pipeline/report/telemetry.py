@@ -166,11 +166,15 @@ def scalars_results(scalars: pd.DataFrame) -> str:
 # ---- the normaliser swap
 
 
-def normswap_results(normswap: pd.DataFrame) -> str:
+def normswap_results(normswap: pd.DataFrame, variants=()) -> str:
+    """What the swap shows; which normaliser trains better is the _exp arms' question, answered only where the
+    build trained them (`variants`: the contest's)."""
     if normswap.empty:
         return "No kernel-family cell in this build, so no normaliser swap."
     worse = int((normswap.difference > 0).sum())
+    arms = [v for v in variants if str(v).endswith("_exp")]
+    which = (f"the contest's {' and '.join(arms)} answer that" if arms else
+             "a build with the _exp arms, config/arms.yaml, answers that")
     return (f"Evaluated with the other normaliser, the trained weights' loss rose in {worse} of {len(normswap)} "
             "cells: weights trained under one normaliser are tuned to it, so the swap measures how much the "
-            "trained model relies on its own normaliser, not which normaliser trains better (the contest's "
-            "_exp arms answer that).")
+            f"trained model relies on its own normaliser, not which normaliser trains better ({which}).")

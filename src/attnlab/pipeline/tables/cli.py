@@ -12,6 +12,7 @@ from attnlab.core.io import atomic_write_json
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
 from attnlab.pipeline.tables.collect import collect
 from attnlab.pipeline.tables.select_lr import best_lr
+from attnlab.pipeline.tables.sweep import CHOSEN_ON
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +42,8 @@ def main(argv: list[str] | None = None) -> int:
         else:
             choice = best_lr(args.bundles)
             atomic_write_json(args.out, choice)
-            print(f"{choice['variant']}: best sweep LR {format_lr(choice['lr'])} ({choice['best_val_loss']:.4f})")
+            print(f"{choice['variant']}: best sweep LR {format_lr(choice['lr'])} (select half "
+                  f"{choice[CHOSEN_ON]:.4f}, all windows {choice['best_val_loss']:.4f})")
     except BundleError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -10,7 +10,7 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_table
+from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_cells
 from attnlab.pipeline.plan.contest_grid import ContestGrid
 
 
@@ -20,8 +20,9 @@ def contest_cells(runs: pd.DataFrame, grid: ContestGrid, variant: str) -> pd.Dat
 
 
 def contest_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
-    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0), bits/char, and the
-    paired comparison with the baseline over the seeds both have (the contract's contest columns)."""
+    """Per variant at its contest LR: seeds, best validation loss mean and std (ddof 0; the posts' measure) and
+    the held-out reading's beside it, bits/char, and the paired comparison with the baseline over the seeds both
+    have (the contract's contest columns)."""
     grid = ContestGrid.of(grid)
     rows = []
     base = losses_by_seed(trained(contest_cells(runs, grid, BASELINE)))
@@ -39,6 +40,7 @@ def contest_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
             "n_seeds": len(cells),
             "best_val_mean": best.mean(),
             "best_val_std": best.std(ddof=0),
+            **held_out_columns(healthy),
             "bpc_mean": best.mean() / np.log(2),
             "n_diverged": int(cells.diverged.sum()),
             "n_params": int(cells.n_params.iloc[0]),
@@ -50,6 +52,15 @@ def contest_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
             "n_improving": int(cells.improving.astype(bool).sum()) if "improving" in cells else 0,
         })
     return pd.DataFrame(rows, columns=contract.columns("contest"))
+
+
+def held_out_columns(healthy: pd.DataFrame) -> dict:
+    """The mean and std (ddof 0) over the cells that trained of best_val_loss_heldout: each cell's report-half
+    loss where its select half was best. NaN where a cell has none (a bundle from before the halves)."""
+    if "best_val_loss_heldout" not in healthy or not len(healthy):
+        return {"heldout_val_mean": np.nan, "heldout_val_std": np.nan}
+    values = healthy.best_val_loss_heldout.to_numpy(dtype=float)
+    return {"heldout_val_mean": values.mean(), "heldout_val_std": values.std(ddof=0)}
 
 
 def trained(cells: pd.DataFrame) -> pd.DataFrame:
@@ -77,10 +88,11 @@ def paired_columns(losses: dict[int, float], base: dict[int, float]) -> dict:
 
 
 def best_lr_table(runs: pd.DataFrame, grid: ContestGrid | dict, contest: pd.DataFrame) -> pd.DataFrame:
-    """Each variant at its best sweep LR against the baseline at its own, beside the contest."""
+    """Each variant at its best sweep LR (chosen on the select half of the validation windows, best_sweep_lr)
+    against the baseline at its own, beside the contest."""
     grid = ContestGrid.of(grid)
     columns = contract.columns("best_lr")
-    sweep = sweep_table(runs, grid) if not runs.empty else pd.DataFrame()
+    sweep = sweep_cells(runs, grid) if not runs.empty else pd.DataFrame()
     if sweep.empty:
         return pd.DataFrame(columns=columns)
     best = {}

@@ -18,7 +18,7 @@ import pandas as pd
 
 from attnlab.core.io import atomic_write_text
 from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
+from attnlab.pipeline.contract import BASELINE, READING, TEMPERATURE_ARMS
 from attnlab.pipeline.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
 from attnlab.pipeline.published import published
 from attnlab.pipeline.tables import display_telemetry as telemetry
@@ -54,14 +54,17 @@ def human(value):
 
 
 def contest_display(contest: pd.DataFrame) -> pd.DataFrame:
-    """Each variant's loss at its contest LR, then its paired comparison with the baseline over the seeds both
-    have: the difference with its interval, wins, and the gap in percent through the mean per-seed log-ratio."""
+    """Each variant's loss at its contest LR (the posts' measure, and the held-out half's beside it where the
+    cells have one), then its paired comparison with the baseline over the seeds both have: the difference with
+    its interval, wins, and the gap in percent through the mean per-seed log-ratio."""
     base = contest.variant == BASELINE
     return pd.DataFrame({
         "variant": contest.variant,
         "LR": [lr_text(lr, c) for lr, c in zip(contest.lr, contest.lr_choice)],
         "seeds": contest.n_seeds.astype(int),
-        "best val. loss (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
+        "best val. loss, posts' measure (nats/char)": mean_pm(contest.best_val_mean, contest.best_val_std),
+        **({"held-out half (nats/char)": mean_pm(contest.heldout_val_mean, contest.heldout_val_std)}
+           if "heldout_val_mean" in contest and contest.heldout_val_mean.notna().any() else {}),
         "bits/char": contest.bpc_mean.map(lambda x: fixed(x, 3)),
         **({"whole split (nats/char)": contest.best_val_whole_mean.map(lambda x: fixed(x, 4))}
            if "best_val_whole_mean" in contest and contest.best_val_whole_mean.notna().any() else {}),
@@ -171,16 +174,18 @@ def normswap_cells(normswap: pd.DataFrame) -> pd.DataFrame:
 
 
 def a3_vs_temperature_display(table: pd.DataFrame) -> pd.DataFrame:
-    """Per seed and the mean over seeds: each arm's best-val (its LR in the header) and gain over the baseline."""
+    """Per seed and the mean over seeds: each arm's best-val (its LR in the header) and its difference from the
+    baseline (arm − baseline: below 0 is better, as everywhere in the writeup; the CSV keeps the gains)."""
     arms = (BASELINE,) + TEMPERATURE_ARMS
+    differences = {v: f"{v} − {BASELINE}" for v in TEMPERATURE_ARMS}
     if table.empty:
-        return pd.DataFrame(columns=["seed", *arms, *(f"{v} gain" for v in TEMPERATURE_ARMS), "softmax_t / a3 gain"])
+        return pd.DataFrame(columns=["seed", *arms, *differences.values(), "softmax_t / a3 gain"])
     headers = {v: f"{v} (LR {table[f'{v}_lr'].iloc[0]})" for v in arms}
     mean = table.drop(columns=[c for c in table.columns if c.endswith("_lr")]).mean(numeric_only=True)
 
     def line(seed, r, part):
         row = {"seed": seed, **{headers[v]: fixed(r[f"{v}_best_val"], 4) for v in arms}}
-        row.update({f"{v} gain": signed(r[f"{v}_gain"]) for v in TEMPERATURE_ARMS})
+        row.update({differences[v]: signed(-r[f"{v}_gain"]) for v in TEMPERATURE_ARMS})
         row["softmax_t / a3 gain"] = fixed(part, 2)
         return row
 
@@ -219,7 +224,7 @@ def ledger_display(ledger: pd.DataFrame) -> pd.DataFrame:
     quotes = rows["quote"].fillna("") if "quote" in rows else pd.Series("", index=rows.index)
     return pd.DataFrame({
         "post": rows.source.map(lambda s: names.get(s, s)), "the source's words": quotes,
-        "claim": rows.claim, "this project's reading": rows.check,
+        "claim": rows.claim, READING: rows.check.astype(str).str.removeprefix(f"{READING}: "),
         "measured": rows.measured, "published": rows.published, "verdict": rows.verdict,
         "rests on": [_basis(r) for r in rows.itertuples()],
         "note": [_note(r) for r in rows.itertuples()],

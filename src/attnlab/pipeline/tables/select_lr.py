@@ -10,8 +10,8 @@ from attnlab.pipeline.tables.sweep import best_sweep_lr
 
 
 def best_lr(bundle_dirs: list[Path]) -> dict:
-    """The sweep LR with the lowest mean best validation loss over the sweep seeds, among the LRs where no
-    seed diverged (best_sweep_lr)."""
+    """The sweep LR with the lowest mean select-half loss over the sweep seeds, among the LRs where no seed
+    diverged (best_sweep_lr)."""
     runs, _ = load_runs(bundle_dirs)
     choice = best_sweep_lr(runs) if not runs.empty else None
     if choice is None:
