@@ -322,14 +322,17 @@ else:
 
 # %% [markdown]
 # ## 14. Claims ledger
-# Each claim of the posts, under the post it comes from, as a check over the
-# tables above: the value measured here, the published value, a verdict at
-# this build's protocol with the interval it rests on (or why there is none)
-# and the number of seeds. The same table is `results/tables/ledger.csv`.
+# Each claim of the posts, in the post's own words, under the post it comes
+# from, then this project's reading of it as a check over the tables above:
+# the value measured here, the published value, a verdict at this build's
+# protocol with the interval it rests on (or why there is none) and the number
+# of seeds. The catalog papers' claims and this project's own questions
+# follow in tables of their own. All of it is `results/tables/ledger.csv`.
 
 # %%
-show_table(ledger.ledger_html(claims_table), f"The claims ledger at the ``{PROTOCOL}`` protocol.", "ledger",
-           widths=ledger.LEDGER_WIDTHS, markup=("the source's words", "verdict"), css="small")
+for name, part, rows in ledger.ledger_parts(claims_table):
+    show_table(ledger.ledger_html(rows), f"The claims ledger at the ``{PROTOCOL}`` protocol: {part}.", name,
+               widths=ledger.LEDGER_WIDTHS, markup=("the source's words", "verdict"), css="small")
 say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
 
 # %% [markdown]

@@ -350,3 +350,12 @@ def test_an_interval_is_named_for_how_it_was_computed():
     assert statistics.interval_kind() == "CI"
     with statistics.sequential(1.0):
         assert statistics.interval_kind() == "CS"
+
+
+def test_the_ledger_shows_the_posts_claims_apart_from_the_catalogs_and_this_projects(workspace):
+    table = claims.ledger(tables_of(workspace))
+    parts = {name: rows for name, _, rows in ledger.ledger_parts(table)}
+    assert set(parts["ledger"].source) <= {claims.KERNEL_POST, claims.A3_POST}
+    assert not parts["ledger"].claim.str.startswith("on the scale ladder").any()
+    assert set(parts["ledger_papers"].source) <= set(claims.PAPERS)
+    assert sorted(i for rows in parts.values() for i in rows.index) == list(table.index), "every row, once"

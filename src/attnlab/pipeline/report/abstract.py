@@ -15,9 +15,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.formatting import difference, finite, plural
-from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
-from attnlab.pipeline.claims.scale import ON_THE_LADDER
-from attnlab.pipeline.report.ledger import SURVIVES, reference_number, sources, tally, verdict_kind
+from attnlab.pipeline.report.ledger import POSTS, SURVIVES, posts_claims, reference_number, sources, tally, verdict_kind
 
 # What each variant computes, in words (the README's table says the same).
 VARIANTS = {
@@ -37,7 +35,6 @@ LEVEL = f"{statistics.CONFIDENCE:.0%}"
 # first round of seeds, on the fastest and the slowest day measured (the CHANGELOG's measurements give the
 # command and each day's step rate).
 SETTLE_CONFIG, SETTLE_MINUTES = "settle", "45–55"
-POSTS = (KERNEL_POST, A3_POST)  # the ledger's sources that are the two posts
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -170,11 +167,6 @@ def improving(runs: pd.DataFrame) -> str:
     return (f"<b>{n} of {len(cells)} cells were still improving when training stopped</b>, so every claim about "
             "trained models is judged off the posts' protocol (trained to a plateau) and can be no stronger "
             "than inconclusive here; the rankings are of models caught mid-training.")
-
-
-def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The two posts' own claims: their rows of the ledger, without the ladder's per-rung repeats of them."""
-    return ledger[ledger.source.isin(POSTS) & ~ledger.claim.astype(str).str.startswith(ON_THE_LADDER)]
 
 
 def decided(ledger: pd.DataFrame, protocol: str) -> str:

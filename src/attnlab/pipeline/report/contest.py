@@ -33,8 +33,8 @@ def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFra
     """The contest table as contest.md shows it, its spanning headers, and the published numbers of the same
     variant and LR beside it when the build ran the published protocol."""
     shown = display.shown("contest", contest)
-    # the paired columns (the difference with its interval, the wins, the gap) start at the difference: after
-    # five columns, or six when the build scored the whole validation split too
+    # the paired columns (the difference with its interval, the wins, the gap) start at the difference, after
+    # the losses (the posts' measure, the held-out half, the whole split, each where the build has it)
     first = next(i for i, column in enumerate(shown.columns) if column.startswith(f"− {BASELINE}"))
     groups = [("", first), (f"paired by seed with {BASELINE}", 3), ("", len(shown.columns) - first - 3)]
     if comparable:
@@ -42,8 +42,7 @@ def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFra
         pub = {(p["variant"], format_lr(p["lr"])): p for p in published()["contest"]}
         rows = [pub.get((v, format_lr(lr))) for v, lr in zip(contest.variant, contest.lr)]
         shown["published (nats/char)"] = [f"{p['mean']:.4f} ± {p['std']:.4f}" if p else MISSING for p in rows]
-        shown["published bits/char"] = [f"{p['bpc']:.3f}" if p else MISSING for p in rows]
-        groups.append(("published, same variant and LR", 2))
+        groups.append(("published, same variant and LR", 1))
     return shown, groups
 
 

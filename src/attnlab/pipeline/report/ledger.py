@@ -14,7 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.pipeline import statistics
+from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
+from attnlab.pipeline.claims.scale import ON_THE_LADDER
 from attnlab.pipeline.claims.ledger import FALLS, SURVIVES  # noqa: F401  (SURVIVES: the abstract's count)
 from attnlab.pipeline.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
@@ -80,6 +82,9 @@ def badge(verdict: str) -> str:
 
 # ---- the posts
 
+POSTS = (claims_common.KERNEL_POST, claims_common.A3_POST)  # the ledger's sources that are the two posts
+
+
 
 def sources() -> dict:
     """The ledger's source names -> their citation (published.yaml's sources), in reference order."""
@@ -140,6 +145,24 @@ def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
     reading = shown["this project's reading"]
     return pd.DataFrame({"the source's words": claim, "this project's reading": reading, "measured": shown.measured,
                          "published": shown.published, "verdict": verdict, "note": shown.note})
+
+
+def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
+    """The two posts' own claims: their rows of the ledger, without the ladder's per-rung repeats of them."""
+    return ledger[ledger.source.isin(POSTS) & ~ledger.claim.astype(str).str.startswith(ON_THE_LADDER)]
+
+
+def ledger_parts(ledger: pd.DataFrame) -> list[tuple[str, str, pd.DataFrame]]:
+    """The ledger as the page shows it, in three tables (name, caption, rows), each only where it has rows: the
+    two posts' claims, the catalog papers' claims, and this project's own questions, controls and the scale
+    ladder's rows, so that neither of the last two is counted as a claim of the posts."""
+    posts = posts_claims(ledger)
+    papers = ledger[ledger.source.isin(claims_common.PAPERS)]
+    rest = ledger.drop(index=posts.index.union(papers.index))
+    parts = [("ledger", "the two posts' claims", posts), ("ledger_papers", "the catalog papers' claims", papers),
+             ("ledger_project", "this project's questions and controls, a later post's number, and the scale "
+              "ladder", rest)]
+    return [(name, caption, rows) for name, caption, rows in parts if len(rows)]
 
 
 def verdict_of(ledger: pd.DataFrame, words: str) -> str:
