@@ -324,9 +324,9 @@ else:
 # ## 14. Claims ledger
 # Each claim of the posts, in the post's own words, under the post it comes
 # from, then this project's reading of it as a check over the tables above:
-# the value measured here, the published value, a verdict at this build's
-# protocol with the interval it rests on (or why there is none) and the number
-# of seeds. The catalog papers' claims and this project's own questions
+# the value measured here (the published one stands in the summary), a verdict
+# at this build's protocol with the interval it rests on (or why there is
+# none) and the number of seeds. The catalog papers' claims and this project's own questions
 # follow in tables of their own. All of it is `results/tables/ledger.csv`.
 
 # %%

@@ -32,8 +32,10 @@ EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE,
 MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
 BADGE_WIDTH = "13em"  # "by construction ✗" in bold on one line, and the cell padding
-LEDGER_WIDTHS = {"the source's words": 17, "this project's reading": 18, "measured": 17, "published": 13,
-                 "verdict": BADGE_WIDTH, "note": 20}
+# The full ledger leaves the published value to the summary above it (and ledger.csv): the widths go to the
+# words and the reading, which are what a reader checks a verdict against.
+LEDGER_WIDTHS = {"the source's words": 20, "this project's reading": 22, "measured": 18, "verdict": BADGE_WIDTH,
+                 "note": 25}
 SUMMARY_WIDTHS = {"claim": 23, "measured": 20, "published": 13, "verdict": BADGE_WIDTH, "why": 22, "evidence": 10}
 # Where the writeup shows each claim's evidence: words of the claim -> the table (its id on the page).
 EVIDENCE = (("on the scale ladder", "ladder_claims"), ("scale up", "ladder"), ("closes with scale", "ladder"),
@@ -135,16 +137,16 @@ def words_html(row) -> str:
 
 
 def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
-    """ledger.md's display on the page, in six columns that fit the text column: the source's words with the
-    post (linked to the references) and the claim's name, this project's reading, and what the verdict rests on
-    under its badge."""
+    """ledger.md's display on the page, in five columns that fit the text column: the source's words with the
+    post (linked to the references) and the claim's name, this project's reading, what was measured, and what
+    the verdict rests on under its badge (the published value stands in the summary)."""
     shown = display.shown("ledger", ledger)
     claim = [words_html(row) for row in ledger.itertuples()]
     verdict = [badge(v) + (f'<span class="resolution">{html.escape(b)}</span>' if b != MISSING else "")
                for v, b in zip(ledger.verdict, shown["rests on"])]
     reading = shown["this project's reading"]
     return pd.DataFrame({"the source's words": claim, "this project's reading": reading, "measured": shown.measured,
-                         "published": shown.published, "verdict": verdict, "note": shown.note})
+                         "verdict": verdict, "note": shown.note})
 
 
 def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
