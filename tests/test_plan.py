@@ -276,3 +276,34 @@ def test_longer_training_starts_first_and_the_runs_animation_before_other_figure
     figures = {f.name: plan.figure_priority(f) for f in FIGURES}
     assert figures["reading"] == 1 and figures["score_orbit"] == 0 and figures["loss_curves"] == 0
     assert min(plan.pack_priority(p) for p in plan.packs) > max(figures.values())
+
+
+class Written:
+    """Checkpoints whose outputs are already on disk as given (select_lr's choices, seed_round's decisions)."""
+
+    def __init__(self, folder: Path, text: str):
+        self.select_lr = self.seed_round = self
+        self.folder, self.text = folder, text
+
+    def get(self, **wildcards):
+        path = self.folder / f"{'_'.join(map(str, wildcards.values()))}.json"
+        path.write_text(self.text)
+        return SimpleNamespace(output=[str(path)])
+
+
+@pytest.mark.parametrize("text", ['{"version": 1, "round": 0, "seeds": [0, 1], "next_se', '{"next_seeds": []}',
+                                  '{"version": 1, "seeds": [0, 1], "next_seeds": "none"}'])
+def test_a_cut_short_or_edited_round_decision_stops_with_one_line_naming_it(workspace, text):
+    """A truncated or hand-edited decision is refused by name with what to do, not read (a JSONDecodeError, or
+    a KeyError, from deep in the planner) and not trusted."""
+    rounds = {"rounds": {"max_seeds": 6, "round_size": 2}}
+    plan = Plan(config_file(workspace, "default", contest=rounds), SRC, Written(workspace, text))
+    with pytest.raises(ConfigError, match=r"round_0\.json|0\.json.*remove it and build again"):
+        plan.decided_rounds()
+
+
+@pytest.mark.parametrize("text", ['{"lr": 0.0', '{"learning_rate": 0.003}', '{"lr": -1}', '{"lr": "0.003"}'])
+def test_a_cut_short_or_edited_lr_choice_stops_with_one_line_naming_it(workspace, text):
+    plan = Plan(config_file(workspace, "default"), SRC, Written(workspace, text))
+    with pytest.raises(ConfigError, match=r"\.json: .*remove it and build again"):
+        plan.selected_lrs()

@@ -10,12 +10,15 @@ so the Snakefile can read it.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.contract import BASELINE, KERNEL_GAP_BAND, ORDERS_OF_MAGNITUDE
 
 STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_by)
+FILE_VERSION = 1  # of a round's decision file (results/rounds/round<r>.json)
 # What a comparison compares, per contest cell (attnlab.pipeline.tables.rounds reads each from the bundle)
 LOSS, LARGEST_SCORE, ENTROPY = "best validation loss", "largest score", "mean normalised entropy"
 
@@ -104,3 +107,29 @@ def check_rounds(cfg: dict, source: str = "config") -> None:
         raise ConfigError(f"{source}: contest.rounds: these variants have no comparison the rule reads (softmax "
                           "with yat or yat_b, a3 with softmax or softmax_t, yat_b_exp with yat_b); drop "
                           "contest.rounds or add the variants")
+
+
+def read_decision(path: Path) -> dict:
+    """A round's decision as the seed_round checkpoint wrote it; one that does not read as one (cut short,
+    edited into another shape, of another version) stops the build with one line saying what to do."""
+    try:
+        decision = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"{path}: not a round's decision ({err}); remove it and build again") from None
+    fields = {"seeds": list, "next_seeds": list}
+    if (not isinstance(decision, dict) or decision.get("version") != FILE_VERSION
+            or not all(isinstance(decision.get(k), kind) for k, kind in fields.items())):
+        raise ConfigError(f"{path}: not a round's decision of this version; remove it and build again")
+    return decision
+
+
+def read_choice(path: Path) -> float:
+    """A variant's contest LR as its select_lr checkpoint wrote it, checked like a round's decision."""
+    try:
+        lr = json.loads(Path(path).read_text())["lr"]
+    except (OSError, ValueError, KeyError, TypeError) as err:
+        raise ConfigError(f"{path}: not a contest LR chosen by select_lr ({type(err).__name__}: {err}); remove it "
+                          "and build again") from None
+    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
+        raise ConfigError(f"{path}: its LR {lr!r} is no positive number; remove it and build again")
+    return float(lr)

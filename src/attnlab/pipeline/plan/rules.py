@@ -162,7 +162,7 @@ class Plan:
         for variant in self.config["variants"] if variants is None else variants:
             if self.config["contest"]["lr"][variant] == AUTO:
                 path = self.checkpoints.select_lr.get(variant=variant).output[0]
-                chosen[variant] = json.loads(Path(path).read_text())["lr"]
+                chosen[variant] = rounds.read_choice(path)
         return chosen
 
     def resolved_grid(self) -> Grid:
@@ -189,7 +189,7 @@ class Plan:
             return 1
         for index in range(len(self.round_seeds)):
             path = self.checkpoints.seed_round.get(round=index).output[0]
-            if not json.loads(Path(path).read_text())["next_seeds"]:
+            if not rounds.read_decision(path)["next_seeds"]:
                 return index + 1
         return len(self.round_seeds)
 

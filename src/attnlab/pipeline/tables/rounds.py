@@ -36,10 +36,10 @@ from attnlab.core.bundle_format import BundleError
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
 from attnlab.pipeline import confidence_sequence, contract, statistics
-from attnlab.pipeline.plan.rounds import ENTROPY, LARGEST_SCORE, LOSS, comparisons, round_seeds, seeds_through
+from attnlab.pipeline.plan.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, comparisons, read_decision,
+                                          round_seeds, seeds_through)
 from attnlab.pipeline.plan.bundle_reader import read_bundle
 
-FILE_VERSION = 1
 REACH = 2  # contest.rounds.reach's default: needing more than this many times the budget's seeds is out of reach
 DECIDED, UNDECIDED, OUT_OF_REACH = "decided", "undecided", "out of reach"
 
@@ -131,16 +131,6 @@ def table(decisions: list[dict]) -> pd.DataFrame:
                          "max_seeds": decision["max_seeds"], "precision": decision["precision"],
                          "method": decision["method"], "quantity": row.get("quantity", LOSS)})
     return pd.DataFrame(rows, columns=contract.columns("seed_rounds")).astype({"seeds_needed": "Int64"})
-
-
-def read_decision(path: Path) -> dict:
-    try:
-        decision = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"{path}: not a round's decision ({err}); remove it and build again") from None
-    if not isinstance(decision, dict) or decision.get("version") != FILE_VERSION:
-        raise ConfigError(f"{path}: not a round's decision of this version; remove it and build again")
-    return decision
 
 
 def main(argv: list[str] | None = None) -> int:
