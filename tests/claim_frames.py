@@ -8,6 +8,7 @@ gives the right verdict in each case.
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 
 from attnlab.pipeline import contract
@@ -52,3 +53,11 @@ def off_protocol(t: dict, how: str, variant: str) -> dict:
         raise ValueError(how)
     t["best_lr"] = best
     return t
+
+
+def sweep_frame(variant, losses, diverged=(), seeds=(0,)):
+    """An lr_sweep table: losses: lr -> loss (the same at every seed, plus a little per seed); diverged: (lr, seed)
+    or lr."""
+    return pd.DataFrame([{"variant": variant, "lr": lr, "seed": s, "best_val_loss": loss + 0.001 * s,
+                          "final_val_loss": loss, "diverged": lr in diverged or (lr, s) in diverged,
+                          "diverged_step": np.nan} for lr, loss in losses.items() for s in seeds])

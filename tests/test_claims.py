@@ -25,7 +25,7 @@ from attnlab.pipeline.tables import telemetry
 from attnlab.pipeline.plan.grid import grid
 from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
                                          INCONCLUSIVE, ONE_SEED)
-from claim_frames import OFF, off_protocol, on_protocol
+from claim_frames import OFF, off_protocol, on_protocol, sweep_frame as _sweep
 
 PUB = claims.published()
 
@@ -502,13 +502,6 @@ def test_the_kernel_is_named_before_the_data_never_picked_by_its_mean():
     claim = run_check(claims.kernel_gap, **frames)
     assert claim.measured.startswith("yat_b +4.") and claim.verdict == CONTRADICTED
     assert "yat (b = 0) at 0.003: +1.1" in claim.note
-
-
-def _sweep(variant, losses, diverged=(), seeds=(0,)):
-    """losses: lr -> loss (the same at every seed, plus a little per seed); diverged: (lr, seed) or lr."""
-    return pd.DataFrame([{"variant": variant, "lr": lr, "seed": s, "best_val_loss": loss + 0.001 * s,
-                          "final_val_loss": loss, "diverged": lr in diverged or (lr, s) in diverged,
-                          "diverged_step": np.nan} for lr, loss in losses.items() for s in seeds])
 
 
 def test_softmax_dies_at_high_lr_is_a_count_of_seeds_with_an_exact_interval():

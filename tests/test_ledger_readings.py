@@ -18,7 +18,7 @@ from attnlab.pipeline import claims
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
 from attnlab.pipeline.statistics import CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION
-from claim_frames import on_protocol
+from claim_frames import on_protocol, sweep_frame as sweep
 
 PUB = claims.published()
 SEEDS = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
@@ -108,18 +108,12 @@ def test_five_orders_is_read_literally_beside_the_weaker_plural():
 # ---- LR sensitivity
 
 
-def sweep(variant, losses, seeds=(0,)):
-    return pd.DataFrame([{"variant": variant, "lr": lr, "seed": s, "best_val_loss": loss + 0.001 * s,
-                          "final_val_loss": loss, "diverged": False, "diverged_step": np.nan}
-                         for lr, loss in losses.items() for s in seeds])
-
-
 def test_the_two_columns_are_compared_over_the_lrs_both_hold():
     """Over its own LRs yat's band (1e-3–1e-2) is narrower than softmax's (3e-4–3e-3); over the two LRs both
     hold it is wider. A note that set each column over its own LRs said 'narrower'."""
     seeds = (0, 1, 2)
-    table = pd.concat([sweep("yat", {1e-3: 1.50, 3e-3: 1.52, 1e-2: 1.51}, seeds),
-                       sweep("softmax", {3e-4: 1.40, 1e-3: 1.515, 3e-3: 1.516}, seeds)])
+    table = pd.concat([sweep("yat", {1e-3: 1.50, 3e-3: 1.52, 1e-2: 1.51}, seeds=seeds),
+                       sweep("softmax", {3e-4: 1.40, 1e-3: 1.515, 3e-3: 1.516}, seeds=seeds)])
     claim = run(claims.kernel_lr_band, lr_sweep=table)
     assert "over the LRs both sweeps hold (0.001, 0.003)" in claim.note
     assert "the kernel's band is wider there" in claim.note
@@ -129,7 +123,8 @@ def test_a_cell_0_6_nats_above_its_best_is_not_a_death():
     """The post's dead cell sat 1.10 nats above its best; a 1e-2 cell at +0.6 trained, if worse. The earlier 0.5
     nat bar counted it dead."""
     six = tuple(range(6))
-    claim = run(claims.softmax_dies_at_high_lr, lr_sweep=sweep("softmax", {3e-4: 1.48, 1e-3: 1.51, 1e-2: 2.08}, six))
+    table = sweep("softmax", {3e-4: 1.48, 1e-3: 1.51, 1e-2: 2.08}, seeds=six)
+    claim = run(claims.softmax_dies_at_high_lr, lr_sweep=table)
     assert "died at 0.01 on 0 of 6 seeds" in claim.measured and claim.verdict == CONTRADICTED
     one = run(claims.softmax_dies_at_high_lr, lr_sweep=sweep("softmax", {3e-4: 1.48, 1e-3: 1.51, 1e-2: 2.6}))
     assert "one sweep seed: it shows whether softmax died" in one.note

@@ -91,7 +91,7 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     return table
 
 
-POSTS = (KERNEL_POST, A3_POST)  # Holm's family: the two posts' claims that an experiment judged
+POSTS = (KERNEL_POST, A3_POST)  # the two posts: their claims a test judged are Holm's family
 SURVIVES, FALLS = "survives Holm", "does not survive Holm"
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import dataclasses
 import functools
-import json
 import os
 import shlex
 from pathlib import Path
@@ -261,11 +260,9 @@ class Plan:
             if not all(Path(b).is_dir() for b in sweep):
                 continue
             try:
-                lr = json.loads(choice.read_text())["lr"]
-            except (ValueError, KeyError, TypeError, OSError):
+                chosen[variant] = rounds.read_choice(choice)
+            except ConfigError:
                 continue  # select_lr writes it again, and the checkpoint brings its cells in
-            if isinstance(lr, float) and lr > 0:
-                chosen[variant] = lr
         seeds = self._decided_seeds_on_disk()
         cfg = rounds.with_contest_seeds(self.config, seeds) if seeds else self.config
         cells = (Grid(cfg, chosen) if chosen or seeds else self.grid).trained()
@@ -279,9 +276,9 @@ class Plan:
         seeds = None
         for index in range(len(self.round_seeds)):
             try:
-                decision = json.loads(Path(str(paths.ROUND_PATTERN).format(round=index)).read_text())
+                decision = rounds.read_decision(Path(str(paths.ROUND_PATTERN).format(round=index)))
                 trained, asked = [int(s) for s in decision["seeds"]], decision["next_seeds"]
-            except (OSError, ValueError, KeyError, TypeError):
+            except (ConfigError, ValueError, TypeError):
                 break  # the checkpoint writes it again, and brings its cells in
             seeds = trained
             if not asked:

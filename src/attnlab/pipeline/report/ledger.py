@@ -17,7 +17,7 @@ from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.claims.scale import ON_THE_LADDER
-from attnlab.pipeline.claims.ledger import FALLS, SURVIVES  # noqa: F401  (SURVIVES: the abstract's count)
+from attnlab.pipeline.claims.ledger import FALLS, POSTS, SURVIVES  # noqa: F401  (the abstract's POSTS, SURVIVES)
 from attnlab.pipeline.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
@@ -83,8 +83,6 @@ def badge(verdict: str) -> str:
 
 
 # ---- the posts
-
-POSTS = (claims_common.KERNEL_POST, claims_common.A3_POST)  # the ledger's sources that are the two posts
 
 
 
