@@ -108,10 +108,9 @@ show_table(shown("params", tables["params"]), "Trainable parameters per variant.
 # added until decided, as the text below the table then says), and the seeds
 # the variant wins. An
 # interval that excludes 0 is a difference the seeds resolve; one that spans 0
-# is not. A contest LR marked `auto` is the sweep's best on the same held-out
-# batches that report the contest, and the winning sweep cell doubles as that
-# variant's sweep-seed contest run: a mild selection bias in its favour, against
-# variants whose LR was fixed in advance.
+# is not. A contest LR marked `auto` is the sweep's best on the select half of
+# the validation windows; the text below the table says the contest's design
+# and whether a contest seed also chose an LR.
 
 # %%
 frame, groups = contest.contest_display(tables["contest"], COMPARABLE)
@@ -119,6 +118,7 @@ show_table(frame, "The contest: best validation loss per variant at its contest 
            "from softmax (variant − softmax of the same seed; the gap in percent through the mean per-seed "
            "log-ratio).", "contest", groups=groups)
 say(contest.contest_results(tables["contest"], PROTOCOL))
+say(contest.design_text(tables))
 if "seed_rounds" in tables:
     say(contest.rounds_text(tables["seed_rounds"]))
 show_figure("paired_differences")

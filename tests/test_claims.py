@@ -315,17 +315,43 @@ def test_diffuse_without_softmax_is_not_testable():
 # ---- score scale
 
 
+SOFTMAX_MAX = {0: [0.5, 1.0], 1: [2.0, 1.0], 2: [1.0, 1.0], 3: [1.0, 1.0], 4: [1.0, 1.0], 5: [1.0, 1.0]}
+
+
 @pytest.mark.parametrize("kernel_max, outcome", [(5000.0, HOLDS), (150.0, INCONCLUSIVE), (40.0, CONTRADICTED)])
 def test_kernel_scores_larger(kernel_max, outcome):
-    # per seed yat / softmax: kernel_max, 1.4 kernel_max / 2, kernel_max / 1.5 over a softmax max of 1, 2, 1
-    scores = score_frame({"softmax": {0: [0.5, 1.0], 1: [2.0, 1.0], 2: [1.0, 1.0]},
+    # per seed yat / softmax: kernel_max times 1, 0.7, 0.6, 1.2, 0.8 and 1.1 (softmax maxes 1, 2, 1, 1, 1, 1); six
+    # seeds, the fewest whose median has an exact sign-test 95% interval, [x_(1), x_(6)] (96.9%)
+    scores = score_frame({"softmax": SOFTMAX_MAX,
                           "yat": {0: [kernel_max, kernel_max / 2], 1: [1.4 * kernel_max, 1.0],
-                                  2: [kernel_max / 1.5, 1.0]}})
+                                  2: [0.6 * kernel_max, 1.0], 3: [1.2 * kernel_max, 1.0],
+                                  4: [0.8 * kernel_max, 1.0], 5: [1.1 * kernel_max, 1.0]}})
     claim = run_check(claims.kernel_scores_larger, score_scale=scores)
-    assert claim.verdict == outcome and claim.seeds == 3
+    assert claim.verdict == outcome and claim.seeds == 6
     # per seed, the mean over layers of the max: softmax 0.75, 1.5 and 1
     assert "vs 0.75–1.5" in claim.measured
     assert "17,000–68,000" in claim.published
+    # read by the median with its exact interval; the mean log-ratio stands in the note as a second reading
+    above = {5000.0: 6, 150.0: 5, 40.0: 0}[kernel_max]
+    assert "(exact sign-test 96.9% interval)" in claim.measured and f", {above}/6 seeds above 100×" in claim.measured
+    assert "second reading, the mean log-ratio:" in claim.note
+    if outcome == INCONCLUSIVE:  # 90× is x_(1): at 9 seeds with 5/6 above, [x_(2), x_(8)] clears 100×
+        assert claim.measured.startswith("median 135× [90×, 180×]") and claim.seeds_to_resolve == 9
+        assert claim.resolution == ("about 9 seeds with the same share above 100× (5/6) would resolve it (exact "
+                                    "sign test)")
+
+
+def test_three_seeds_cannot_bound_the_median_score_ratio():
+    """Three seeds all above 100× (the earlier test's 5,000× case): the mean log-ratio's t-interval held, but
+    no two order statistics of three values cover the median at 95% (six are the fewest), so the median's
+    reading is open, and says six seeds at the same share would settle it."""
+    scores = score_frame({"softmax": {s: SOFTMAX_MAX[s] for s in range(3)},
+                          "yat": {0: [5000.0, 2500.0], 1: [7000.0, 1.0], 2: [3000.0, 1.0]}})
+    claim = run_check(claims.kernel_scores_larger, score_scale=scores)
+    assert claim.verdict == INCONCLUSIVE and claim.seeds == 3 and claim.seeds_to_resolve == 6
+    assert "too few for an exact sign-test interval at 95% (it needs 6)" in claim.interval
+    assert "about 6 seeds with the same share above 100× (3/3) would resolve it" in claim.resolution
+    assert "its t-interval alone: holds at 100×" in claim.note
 
 
 def test_score_scale_seed_mean_is_the_mean_over_layers_of_each_seed(monkeypatch):
@@ -612,11 +638,11 @@ CONTEST = {"softmax": [1.490, 1.500, 1.495], "yat": [1.508, 1.521, 1.511], "yat_
 CASES = {
     claims.kernel_gap: (
         {}, {"yat": [1.59, 1.60, 1.594], "yat_b": [1.58, 1.59, 1.585]}, "yat_b"),
-    claims.kernel_scores_larger: (
-        {"score_scale": score_frame({"yat": {0: [3000, 5000], 1: [4000, 6100], 2: [3500, 5200]},
-                                     "softmax": {0: [10, 12], 1: [11, 13], 2: [10, 12.5]}})},
-        {"score_scale": score_frame({"yat": {0: [30, 50], 1: [40, 61], 2: [35, 52]},
-                                     "softmax": {0: [10, 12], 1: [11, 13], 2: [10, 12.5]}})}, "yat"),
+    claims.kernel_scores_larger: (  # six seeds: the fewest whose median has an exact 95% interval
+        {"score_scale": score_frame({"yat": {s: [3000 + 100 * s, 5000 + 100 * s] for s in range(6)},
+                                     "softmax": {s: [10, 12 + 0.1 * s] for s in range(6)}})},
+        {"score_scale": score_frame({"yat": {s: [30 + s, 50 + s] for s in range(6)},
+                                     "softmax": {s: [10, 12 + 0.1 * s] for s in range(6)}})}, "yat"),
     claims.kernel_more_diffuse: (
         {"entropy": entropy_frame({"yat_b": (0.73, 0.002, 0.37), "softmax": (0.48, 0.22, 0.05)})},
         {"entropy": entropy_frame({"yat_b": (0.40, 0.30, 0.02), "softmax": (0.48, 0.22, 0.05)})}, "yat_b"),

@@ -17,7 +17,8 @@ import pytest
 from attnlab.pipeline import claims
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
-from attnlab.pipeline.statistics import CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION
+from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                        INCONCLUSIVE)
 from claim_frames import on_protocol, sweep_frame as sweep
 
 PUB = claims.published()
@@ -98,11 +99,32 @@ def score_frame(ratio_by_seed):
 def test_five_orders_is_read_literally_beside_the_weaker_plural():
     """2,500× (3.4 orders, this build's default): 'orders of magnitude' holds, 'five orders' does not. The single
     100× rule judged the post's 'five orders' held."""
-    frames = {"score_scale": score_frame({0: 2400.0, 1: 2500.0, 2: 2600.0})}
+    # six seeds: the fewest whose median has an exact sign-test 95% interval (attnlab.pipeline.sign_test)
+    frames = {"score_scale": score_frame({0: 2400.0, 1: 2450.0, 2: 2500.0, 3: 2500.0, 4: 2550.0, 5: 2600.0})}
     assert run(claims.kernel_scores_larger, **frames).verdict == HOLDS
     five = run(claims.kernel_scores_five_orders, **frames)
     assert five.verdict == CONTRADICTED and "3.4 orders" in five.lean
     assert "99.9th percentile" in five.note, "the robust statistic stands beside the maximum"
+
+
+def test_the_score_ratio_is_read_by_its_median_not_its_mean_log_ratio():
+    """The seen per-seed ratios (83× … 72,524×): 7 of 8 above 100×. At 8 seeds the exact interval is
+    [x_(1), x_(8)] = [83×, 72,524×] (99.2%: [x_(2), x_(7)] would cover only 93.0%), so 'at least 100×' is
+    open and 9 seeds would settle it; the mean log-ratio's t-interval [179×, 5,987×] held, resting on a
+    normal model of log-ratios whose seventh seed (72,524×) lowered its lower edge. A ninth seed above 100×
+    (8 of 9) settles it: [x_(2), x_(8)] = [200×, 5,461×] (96.1%)."""
+    seen = [83.0, 1459.0, 365.0, 442.0, 450.0, 382.0, 72524.0, 5461.0]
+    eight = run(claims.kernel_scores_larger, score_scale=score_frame(dict(enumerate(seen))))
+    assert eight.verdict == INCONCLUSIVE and eight.seeds == 8 and eight.seeds_to_resolve == 9
+    assert eight.measured.startswith("median 446× [83×, 72,524×] (exact sign-test 99.2% interval), 7/8 seeds above "
+                                     "100× (2.6 orders)")
+    assert "its t-interval alone: holds at 100×" in eight.note
+    nine = run(claims.kernel_scores_larger, score_scale=score_frame(dict(enumerate(seen + [200.0]))))
+    assert nine.verdict == HOLDS and nine.interval == "median [200×, 5,461×] (exact sign-test 96.1% interval)"
+    assert nine.measured.startswith("median 442× [200×, 5,461×] (exact sign-test 96.1% interval), 8/9 seeds above")
+    assert "1 of them on the other side of 100× would reopen it" in nine.resolution
+    five = run(claims.kernel_scores_five_orders, score_scale=score_frame(dict(enumerate(seen))))
+    assert five.verdict == CONTRADICTED and "0/8 seeds above 100,000×" in five.measured
 
 
 # ---- LR sensitivity

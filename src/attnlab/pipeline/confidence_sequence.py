@@ -30,15 +30,16 @@ It is wider than a t-interval at the same n: the price of looking after every
 round. The mixture precision c sets the number of seeds where it is tightest;
 `tuned_precision` picks the c that makes it narrowest at the rule's budget,
 which is fixed before any seed is seen (so the choice spends no coverage).
+The build reads it where a config's budget is open-ended (contest.rounds
+without looks: attnlab.pipeline.design); with looks planned in advance, a
+group-sequential design is much narrower (attnlab.pipeline.group_sequential).
 Like the t-interval, it rests on the per-seed differences being Gaussian.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
-import numpy as np
 from scipy import optimize
 
 from attnlab.pipeline.statistics import CONFIDENCE, half_width_factor  # the formula below, kept with the intervals
@@ -55,53 +56,3 @@ def tuned_precision(seeds: int, alpha: float = 1 - CONFIDENCE) -> float:
     found = optimize.minimize_scalar(lambda log_c: float(half_width_factor(seeds, math.exp(log_c), alpha)),
                                      bounds=(-12.0, 6.0), method="bounded")
     return float(math.exp(found.x))
-
-
-def interval(values: Sequence[float], precision: float, alpha: float = 1 - CONFIDENCE) -> tuple[float, float]:
-    """The confidence sequence's interval after these values (±inf while too few to bound the mean)."""
-    x = np.asarray(values, dtype=float)
-    if x.size == 0:
-        return -math.inf, math.inf
-    centre = float(x.mean())
-    half = float(half_width_factor(x.size, precision, alpha)) * float(np.sqrt(((x - centre) ** 2).mean()))
-    return centre - half, centre + half
-
-
-def seeds_to_clear(values: Sequence[float], threshold: float, precision: float, limit: int = 1000,
-                   alpha: float = 1 - CONFIDENCE) -> int | None:
-    """About how many seeds would put the interval clear of `threshold` if the mean and the spread stayed as
-    observed (None when no number up to `limit` would, or there is no spread to go by)."""
-    x = np.asarray(values, dtype=float)
-    if x.size < 2:
-        return None
-    gap, spread = abs(float(x.mean()) - threshold), float(np.sqrt(((x - x.mean()) ** 2).mean()))
-    if gap == 0:
-        return None
-    if spread == 0:
-        return int(x.size)
-    n = np.arange(2, limit + 1)
-    enough = np.flatnonzero(half_width_factor(n, precision, alpha) * spread < gap)
-    return int(n[enough[0]]) if enough.size else None
-
-
-DECIDED_BELOW = "below"  # the interval lies wholly below the threshold
-DECIDED_ABOVE = "above"
-UNDECIDED = "undecided"  # across the threshold, with seeds left in the budget: train another round
-BUDGET_SPENT = "budget spent"  # across the threshold at the budget: the comparison stays undecided
-
-
-def next_round(values: Sequence[float], threshold: float, max_seeds: int, round_size: int = 1,
-               alpha: float = 1 - CONFIDENCE) -> tuple[str, int]:
-    """The rule that adds seeds: after these values (one per seed, in the order trained), decided or not,
-    and how many seeds the next round adds (0 once decided or at the budget).
-
-    The interval is the confidence sequence tuned to `max_seeds`, so reading it after every round and
-    stopping when it clears the threshold keeps its 95% coverage.
-    """
-    low, high = interval(values, tuned_precision(max_seeds, alpha), alpha)
-    if high < threshold:
-        return DECIDED_BELOW, 0
-    if low > threshold:
-        return DECIDED_ABOVE, 0
-    left = max_seeds - len(values)
-    return (UNDECIDED, min(round_size, left)) if left > 0 else (BUDGET_SPENT, 0)

@@ -31,9 +31,6 @@ SHARE_SHARP = f"share_below_{SHARP_BELOW:g}"
 SHARE_DIFFUSE = f"share_above_{DIFFUSE_ABOVE:g}"
 # What the posts call a score scale's "per-layer mean": per seed, the mean over layers of each layer's max score.
 SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
-# The kernel post's quality gap, "about 1%" around its own 1.1–1.4%: kernel / baseline − 1 within this band (the
-# ledger's check, attnlab.pipeline.claims.kernel_post, and the rule that adds seeds, attnlab.pipeline.plan.rounds).
-KERNEL_GAP_BAND = (0.005, 0.025)
 # "Orders of magnitude" (plural): the kernel's largest score at least this many times softmax's (the ledger's check,
 # attnlab.pipeline.claims.kernel_post_scores, and the rule that adds seeds).
 ORDERS_OF_MAGNITUDE = 100.0
@@ -183,10 +180,14 @@ _TABLES = (
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "quote", "verdict", "measured",
            "interval", "seeds", "protocol", "lean"), open=True),
-    # Seeds added until decided (contest.rounds, attnlab.pipeline.tables.rounds): one row per round and comparison the
-    # rule reads, its confidence sequence over the seeds so far (cs_low, cs_high on the reported scale: a ratio
-    # where `ratio`), its state, about how many seeds would decide it at the observed spread, the round's outcome
-    # and the seeds it asked for next; precision is the sequence's mixture precision (tuned to max_seeds).
+    # Seeds added under a declared design (contest.rounds, attnlab.pipeline.tables.rounds): one row per round and
+    # comparison the rule reads, its interval under the design over the seeds so far (low, high on the reported
+    # scale: a ratio where `ratio`; `reading`: the mean, or the median with its sign-test interval), its state,
+    # whether its open state asks for another round (`decides`), about how many seeds would decide it at the
+    # observed spread, the round's outcome and the seeds it asked for next, of the variants still open; `method`
+    # names the design and its error rate, `design` the same as JSON (attnlab.pipeline.design.Design);
+    # `confidence` is the level the row's interval was read at (a group-sequential look's nominal level, the exact
+    # sign test's at its look), `precision` a confidence sequence's mixture precision.
     # The training step of the baseline and A³ (and a3_heads) timed in one process, the variants taking turns
     # (attnlab.training.step_timing): one row per variant and round; the compute-overhead row reads it.
     Table("step_times", TIMING, "one variant's step in one timed round",
@@ -194,9 +195,9 @@ _TABLES = (
           formats=("csv",)),
     Table("seed_rounds", "rounds", "one round of seeds and one comparison the rule reads",
           ("round", "n_seeds", "seeds", "comparison", "first", "second", "ratio", "thresholds", "n_paired", "mean",
-           "cs_low", "cs_high", "state", "seeds_needed", "outcome", "next_seeds", "max_seeds", "precision",
-           "quantity",
-           "method"), formats=("csv",)),
+           "low", "high", "state", "decides", "seeds_needed", "outcome", "next_seeds", "next_variants", "max_seeds",
+           "precision",
+           "confidence", "quantity", "reading", "design", "method"), formats=("csv",)),
     # The composability grid's checks, then each path's mean steps/s (<impl>_steps_per_s).
     Table("composability", "composability", "one variant and kv_heads",
           COMPOSABILITY_CHECKS + ("blockwise_steps_per_s", "dense_steps_per_s")),

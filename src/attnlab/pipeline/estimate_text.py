@@ -21,8 +21,7 @@ def interval_text(estimate: Estimate, fmt=None) -> str:
     if not estimate.has_interval:
         return estimate.reason
     fmt = fmt or number_text(estimate)
-    kind = "CS" if estimate.sequential else "CI"  # a confidence sequence: seeds were added until decided
-    return f"{CONFIDENCE:.0%} {kind} [{fmt(estimate.low)}, {fmt(estimate.high)}]"
+    return f"{CONFIDENCE:.0%} {estimate.kind} [{fmt(estimate.low)}, {fmt(estimate.high)}]"
 
 
 def describe(estimate: Estimate, fmt=None, unit: str = "", wins: bool = True) -> str:

@@ -40,7 +40,7 @@ every check in order. The names below are importable from here.
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
                                              a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
                                              a3_valid_distributions, early_and_deep)
-from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
+from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against_itself
 from attnlab.pipeline.claims.common import (A3_POST, BEYOND, KERNEL_POST, LATER_POST, PAPERS, SOURCES, Claim,
                                             contest_losses, published)
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
@@ -58,4 +58,4 @@ __all__ = ["A3_POST", "BEYOND", "CHECKS", "Claim", "KERNEL_POST", "LATER_POST", 
            "a3_starts_close", "a3_valid_distributions", "ablation_untames", "build_protocol", "contest_losses",
            "early_and_deep", "kernel_gap", "kernel_lr_band", "kernel_more_diffuse", "kernel_scores_five_orders",
            "kernel_scores_larger", "ledger", "load_tables", "main", "mass_auroc_null", "matched_lr_scores",
-           "published", "softmax_dies_at_high_lr", "softmax_over_kernel"]
+           "published", "softmax_against_itself", "softmax_dies_at_high_lr", "softmax_over_kernel"]

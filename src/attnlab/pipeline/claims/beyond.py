@@ -1,5 +1,6 @@
 """Controls beyond the posts: is A³'s gain over softmax its per-token temperature, or would one learned
-temperature per head (softmax_t, the same start) do? Read from the a3_vs_temperature table."""
+temperature per head (softmax_t, the same start) do? Read from the a3_vs_temperature table. And an A/A check of
+the design itself: softmax against softmax, on disjoint seeds of the contest, should find no difference."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import math
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import BEYOND, Claim, at_protocol, judged, lr_text, table_of, untestable
-from attnlab.pipeline.statistics import every, one_sided
+from attnlab.pipeline.claims.common import (BEYOND, Claim, at_protocol, contest_losses, judged, lr_text, table_of,
+                                            untestable)
+from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
 from attnlab.pipeline.estimate_text import describe
 
 RULE = pp.Rule(words.CONTROL, "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
@@ -55,3 +57,37 @@ def a3_gain_is_per_token(t, pub, protocol) -> Claim:
                  else "a per-head temperature does as well as A3" if left.mean <= 0 else "")
     return at_protocol(claim, protocol, pp.conditions(t, RULE, ["softmax", "a3", "softmax_t"]), direction)
 
+
+
+AA_RULE = pp.Rule(words.CONTROL, "softmax − softmax best validation loss over the contest's softmax seeds split in two "
+                  "halves in seed order (the k-th seed of the first half against the k-th of the second, each pair "
+                  "a unit; an odd seed left out), read through the build's own design and interval",
+                  "the interval holds 0", "0: both halves are one variant, so the true difference is 0; an "
+                  "interval clear of it is a false positive of the design (this project's A/A check)", ())
+
+
+def softmax_against_itself(t, pub, protocol) -> Claim:
+    """The A/A row: the design's interval on a difference that is 0 by construction should hold 0. It costs no
+    cell (it reads softmax's contest seeds) and tests the reading, not the model."""
+    claim = Claim(BEYOND, "A/A: the design finds no difference between softmax and itself on disjoint seeds",
+                  AA_RULE.text(), "–", "not in the posts", "", quote=AA_RULE.quote())
+    losses = contest_losses(t, "softmax")
+    seeds = sorted(losses)
+    half = len(seeds) // 2
+    if half < 2:
+        return untestable(claim, protocol, f"an A/A split needs at least 4 softmax contest seeds, this build has "
+                                           f"{len(seeds)}")
+    first = {k: losses[seed] for k, seed in enumerate(seeds[:half])}
+    second = {k: losses[seed] for k, seed in enumerate(seeds[half:2 * half])}
+    with statistics.halved():  # pairs of seeds: the look softmax's seeds reached
+        estimate = statistics.paired(first, second)
+    claim.measured = f"first half − second half {describe(estimate, wins=False)}"
+    claim.note = (f"seeds {', '.join(map(str, seeds[:half]))} against {', '.join(map(str, seeds[half:2 * half]))}"
+                  + (f"; seed {seeds[-1]} left out" if len(seeds) % 2 else ""))
+    if not estimate.has_interval:
+        verdict = Verdict(statistics.INCONCLUSIVE, estimate.reason)
+    else:
+        verdict = Verdict(HOLDS if estimate.low <= 0 <= estimate.high else CONTRADICTED)
+    judged(claim, verdict, {"softmax − softmax": estimate})
+    return at_protocol(claim, protocol, [], "a false positive: the design's interval excludes a zero difference"
+                       if verdict.word == CONTRADICTED else "")

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
+from attnlab.pipeline import sign_test, statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged,
@@ -33,8 +33,12 @@ KAPPA_IS_LINEAR = ("κ is a linear-space weight (a key's weight is κ/Σκ) whil
                    "of one kind; in weight terms a logit of 34.5 is a factor e^34.5 ≈ 10^15")
 
 FIVE_ORDERS = 1e5  # "five orders of magnitude", read literally
-SCALE_QUANTITY = ("max trained score yat / softmax (over layers and held-out batches), paired by contest seed (mean "
-                  "log-ratio), each at its contest LR; the same ratio at each LR both swept, in the note")
+SCALE_QUANTITY = ("max trained score yat / softmax (over layers and held-out batches), each at its contest LR: the "
+                  "median over contest seeds of the per-seed ratio, exact sign-test interval (the ratio is "
+                  "heavy-tailed, one seed's has been 72,524× beside others' 83×–5,461×: the mean log-ratio's "
+                  "t-interval widens with such a seed and lowers its lower edge even when the seed is in the "
+                  "claim's favour, where the order statistics only count the seeds on each side); the mean "
+                  "log-ratio with its t-interval, and the same ratio at each LR both swept, in the note")
 FIVE_ORDERS_RULE = pp.Rule(words.SCALE, SCALE_QUANTITY, f"at least {FIVE_ORDERS:,.0f}×",
                            "the post's words 'five orders'; its own figures give 443,508 / 34.5 = 12,855× (4.1 "
                            "orders), under them", TRAINED)
@@ -85,7 +89,9 @@ def _seed_mean_range(cells: pd.DataFrame) -> tuple[float, float]:
 
 
 def scale_check(rule: pp.Rule, bar: float, name: str, function: str):
-    """The score-scale check at one reading of the post's words: the max-score ratio against `bar`."""
+    """The score-scale check at one reading of the post's words: the median per-seed max-score ratio, with its
+    exact sign-test interval, against `bar` (attnlab.pipeline.sign_test); the mean log-ratio is a second
+    reading, in the note."""
     def check(t, pub, protocol) -> Claim:
         ps = pub["score_scale"]
         published_ratio = ps["yat"]["max"] / ps["softmax"]["max"]
@@ -98,28 +104,82 @@ def scale_check(rule: pp.Rule, bar: float, name: str, function: str):
                       f"{ps['softmax']['seed_mean_over_layers_of_max_max']}", "", quote=rule.quote())
         note = (f"published yat max at LR {lr_text(ps['yat']['max_lr'])}; the posts' 'per-layer mean' is, per "
                 "seed, the mean over layers of each layer's max score (range across seeds)")
-        estimate = statistics.paired(_max_scores(t, "yat"), _max_scores(t, "softmax"), ratio=True)
-        if not estimate.n:
+        kernel_max, softmax_max = _max_scores(t, "yat"), _max_scores(t, "softmax")
+        level = statistics.median_confidence(len(set(kernel_max) & set(softmax_max)))
+        median = sign_test.paired_median(kernel_max, softmax_max, ratio=True, confidence=level, threshold=bar)
+        if not median.n:
             claim.note = note
             return untestable(claim, protocol, "this build has no yat and softmax contest cells of one seed")
+        estimate = statistics.paired(kernel_max, softmax_max, ratio=True)  # the mean log-ratio: a second reading
         scores = table_of(t, "score_scale")
         kern, soft = scores[scores.variant == "yat"], scores[scores.variant == "softmax"]
         (k_lo, k_hi), (s_lo, s_hi) = _seed_mean_range(kern), _seed_mean_range(soft)
-        above = sum(v > bar for v in estimate.values)
-        claim.measured = (f"{describe(estimate, ratio, wins=False)} ({math.log10(estimate.mean):.1f} orders; "
-                          f"{above} of {estimate.n} seeds above {bar:,.0f}×); largest "
-                          f"{kern.max_score.max():,.4g} vs {soft.max_score.max():.4g}; per-seed mean over layers "
-                          f"of max: {k_lo:,.4g}–{k_hi:,.4g} vs {s_lo:.4g}–{s_hi:.4g}")
+        claim.measured = (f"{median_text(median, bar)}; largest {kern.max_score.max():,.4g} vs "
+                          f"{soft.max_score.max():.4g}; per-seed mean over layers of max: {k_lo:,.4g}–{k_hi:,.4g} "
+                          f"vs {s_lo:.4g}–{s_hi:.4g}")
         claim.note = "; ".join(filter(None, [
             f"yat at {contest_lr_text(t, 'yat')}, softmax at {contest_lr_text(t, 'softmax')}",
-            robust_note(scores), matched_lr_note(table_of(t, "runs")), note, KAPPA_IS_LINEAR]))
-        judged(claim, one_sided(estimate, bar, above=True), {"": estimate}, ratio, stability_text(estimate, bar))
-        direction = (f"the kernel's scores are {estimate.mean:,.3g}× ({math.log10(estimate.mean):.1f} orders), "
-                     f"under {bar:,.0f}×")
+            mean_log_ratio_note(estimate, bar), robust_note(scores), matched_lr_note(table_of(t, "runs")), note,
+            KAPPA_IS_LINEAR]))
+        judged_by_median(claim, sign_test.verdict(median, bar, above=True), median, bar)
+        direction = (f"the kernel's scores are {scale_text(median.median)} by the median "
+                     f"({math.log10(median.median):.1f} orders), under {bar:,.0f}×")
         return at_protocol(claim, protocol, pp.conditions(t, rule, ["yat", "softmax"]), direction)
 
     check.__name__ = function  # the ladder's ladder_claims table names each check by it
     return check
+
+
+def scale_text(x: float) -> str:
+    """A score ratio: '442×', '72,524×', '2.5×'."""
+    return f"{x:,.0f}×" if abs(x) >= 100 else f"{x:,.3g}×"
+
+
+def median_interval_text(median: sign_test.MedianEstimate) -> str:
+    """'[365×, 5,461×] (exact sign-test 96.1% interval)', or why there is none."""
+    if not median.has_interval:
+        return median.reason
+    return (f"[{scale_text(median.low)}, {scale_text(median.high)}] (exact sign-test {median.achieved:.1%} "
+            "interval)")
+
+
+def median_text(median: sign_test.MedianEstimate, bar: float) -> str:
+    """'median 442× [365×, 5,461×] (exact sign-test 96.1% interval), 8/9 seeds above 100× (2.6 orders)'."""
+    interval = median_interval_text(median)
+    interval = f" {interval}" if median.has_interval else f" ({interval})"
+    return (f"median {scale_text(median.median)}{interval}, {median.count_above(bar)}/{median.n} seeds above "
+            f"{bar:,.0f}× ({math.log10(median.median):.1f} orders)")
+
+
+def mean_log_ratio_note(estimate: statistics.Estimate, bar: float) -> str:
+    """The mean log-ratio with its t-interval beside the median, and what that reading alone would say."""
+    alone = statistics.one_sided(estimate, bar, above=True).word
+    return (f"second reading, the mean log-ratio: {describe(estimate, scale_text, wins=False)} "
+            f"({math.log10(estimate.mean):.1f} orders; its t-interval alone: {alone} at {bar:,.0f}×)")
+
+
+def judged_by_median(claim: Claim, verdict: statistics.Verdict, median: sign_test.MedianEstimate,
+                     bar: float) -> Claim:
+    """The claim with the median's verdict, interval and seeds (common.judged's columns, for a median): an open
+    verdict says how many seeds at the observed shares would settle it, a settled one how many seeds on the
+    other side would reopen it."""
+    judged(claim, verdict, {})
+    claim.interval = f"median {median_interval_text(median)}" if median.has_interval else median.reason
+    claim.seeds = median.n
+    needed = verdict.seeds_to_resolve
+    if verdict.word == statistics.INCONCLUSIVE:
+        above = f"{median.count_above(bar)}/{median.n}"
+        claim.resolution = "; ".join(filter(None, [verdict.side, (
+            f"about {int(needed)} seeds with the same share above {bar:,.0f}× ({above}) would resolve it (exact "
+            "sign test)" if needed is not None and math.isfinite(needed) else
+            f"as many seeds fall at or below {bar:,.0f}× as above it: no number of seeds would resolve it"
+            if needed is not None else
+            f"more than {statistics.MAX_SEEDS:,} seeds would be needed at the observed shares")]))
+    else:
+        flips = sign_test.fragility(median, bar)
+        claim.resolution = (f"rests on {median.n} seeds; {flips} of them on the other side of {bar:,.0f}× would "
+                            "reopen it (exact sign test)")
+    return claim
 
 
 def robust_note(scores: pd.DataFrame) -> str:

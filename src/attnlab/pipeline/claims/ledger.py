@@ -8,17 +8,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 from dataclasses import asdict
 from pathlib import Path
 
 import pandas as pd
 
 from attnlab.pipeline import contract, statistics
+from attnlab.pipeline.design import Design
 from attnlab.pipeline.plan import build_manifest
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
                                              a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
                                              a3_valid_distributions)
-from attnlab.pipeline.claims.beyond import a3_gain_is_per_token
+from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against_itself
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, published
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
@@ -34,7 +36,8 @@ CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_fiv
           ablation_untames, learned_scalars_specialise, mass_auroc_null, kernel_more_diffuse,
           ablation_barely_moves_entropy, a3_valid_distributions, a3_starts_at_softmax, a3_starts_close,
           a3_early_layers_softer, a3_overhead_small,
-          a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token, *PAPER_CHECKS)
+          a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token,
+          softmax_against_itself, *PAPER_CHECKS)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
@@ -72,18 +75,21 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     pub = pub or published()
     protocol = build_protocol(tables)
     diverged = diverged_note(tables)
-    precision, rounds_note = sequential_rounds(tables)
+    reading, rounds_note = design_reading(tables)
     rows = []
-    # Where the build added seeds until decided, every interval is the confidence sequence the rule read.
-    with statistics.sequential(precision) if precision else contextlib.nullcontext():
+    # Where the build added seeds under a design, every interval is the one the rule read at its last look.
+    with reading:
         for check in CHECKS:
-            claim = check(tables, pub, protocol)
+            with statistics.fixed() if check in OFF_CONTEST else contextlib.nullcontext():
+                claim = check(tables, pub, protocol)
             claim.protocol = protocol
             empirical = not claim.verdict.startswith((*statistics.BY_CONSTRUCTION, statistics.NOT_TESTABLE))
             notes = [diverged, rounds_note] if empirical else []
             claim.note = "; ".join(filter(None, [claim.note, *notes]))
             rows.append(asdict(claim))
-        for claim in scale_claims(tables, pub, protocol):  # each ladder row names its own protocol
+        with statistics.fixed():  # the ladder's rungs and seeds are its own, fixed in the config
+            ladder_rows = scale_claims(tables, pub, protocol)
+        for claim in ladder_rows:  # each ladder row names its own protocol
             claim.protocol = claim.protocol or protocol
             rows.append(asdict(claim))
     table = pd.DataFrame(rows, columns=contract.columns("ledger"))
@@ -91,6 +97,8 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     return table
 
 
+# Checks over values no look of a contest design added (sweep seeds, timing rounds): fixed-seed t-intervals always.
+OFF_CONTEST = (softmax_dies_at_high_lr, kernel_lr_band, a3_compute_overhead_small)
 POSTS = (KERNEL_POST, A3_POST)  # the two posts: their claims a test judged are Holm's family
 SURVIVES, FALLS = "survives Holm", "does not survive Holm"
 
@@ -105,17 +113,18 @@ def holm_column(table: pd.DataFrame) -> list[str]:
     return [("" if not family[i] else SURVIVES if i in rejected and settled[i] else FALLS) for i in table.index]
 
 
-def sequential_rounds(tables: dict[str, pd.DataFrame]) -> tuple[float | None, str]:
-    """The confidence sequence's precision and a note naming it, where the build added contest seeds until
-    decided (its seed_rounds table), else (None, '')."""
+def design_reading(tables: dict[str, pd.DataFrame]):
+    """The context every interval is computed in and a note naming the design, where the build added contest
+    seeds under a design (its seed_rounds table: a group-sequential look's repeated interval, or the confidence
+    sequence), else (no context, '')."""
     rounds = tables.get("seed_rounds")
     if rounds is None or rounds.empty:
-        return None, ""
+        return contextlib.nullcontext(), ""
     last = rounds[rounds["round"] == rounds["round"].max()].iloc[0]
     ended = {"out of reach": "what was left undecided out of the budget's reach"}.get(last.outcome, last.outcome)
-    note = (f"contest seeds added until decided, {int(last.n_seeds)} of a budget of {int(last.max_seeds)} "
-            f"({ended} after round {int(last['round'])}); every interval is {last.method}")
-    return float(last.precision), note
+    note = (f"contest seeds added under the design declared in the config, {int(last.n_seeds)} of a budget of "
+            f"{int(last.max_seeds)} ({ended} after round {int(last['round'])}); the design: {last.method}")
+    return Design.from_json(json.loads(last.design)).reading(), note
 
 
 def diverged_note(tables: dict[str, pd.DataFrame]) -> str:

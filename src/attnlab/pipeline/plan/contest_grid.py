@@ -25,7 +25,7 @@ class ContestGrid:
     cells: tuple[tuple[str, float, int], ...] = ()  # each distinct cell once: (variant, LR, seed)
     keys: tuple[CellKey, ...] = ()  # every cell of the contest and of the sweep (a shared cell once in each)
     protocol: str = ""  # the config's name
-    rounds_budget: int = 0  # seeds added until decided, up to this many (contest.rounds.max_seeds); 0: fixed seeds
+    rounds_design: dict = field(default_factory=dict)  # seeds added under a design (design.Design.to_json); {}: fixed
 
     def sweep_lrs_of(self, variant: str) -> list[float]:
         """The LRs one variant's sweep trains, in order (its own list, else the one every variant sweeps)."""
@@ -42,7 +42,7 @@ class ContestGrid:
                 "auto": list(self.auto), "cells": [list(c) for c in self.cells],
                 "keys": [key.to_json() for key in self.keys], "protocol": self.protocol}
         # only where seeds are added, so a fixed-seed build's collect step keeps its params (and reruns nothing)
-        return {**data, "rounds_budget": self.rounds_budget} if self.rounds_budget else data
+        return {**data, "rounds_design": self.rounds_design} if self.rounds_design else data
 
     @classmethod
     def from_json(cls, data: dict) -> "ContestGrid":
@@ -57,7 +57,7 @@ class ContestGrid:
                    cells=tuple((v, float(lr), int(s)) for v, lr, s in data.get("cells") or ()),
                    keys=tuple(CellKey.from_json(k) for k in data.get("keys") or ()),
                    protocol=str(data.get("protocol", "")),
-                   rounds_budget=int(data.get("rounds_budget") or 0))
+                   rounds_design=dict(data.get("rounds_design") or {}))
 
     @classmethod
     def of(cls, value) -> "ContestGrid":

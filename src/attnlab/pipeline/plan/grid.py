@@ -16,6 +16,7 @@ from attnlab.core.config import AUTO, cell_slice, to_json
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
 from attnlab.core.cell_key import CellKey
+from attnlab.pipeline.design import design_of
 from attnlab.pipeline.plan.contest_grid import ContestGrid
 from attnlab.pipeline.plan.paths import study_place
 
@@ -151,7 +152,8 @@ def contest_lrs(cfg: dict, selected_lr: dict) -> dict[str, float]:
     return chosen
 
 
-def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> ContestGrid:
+def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
+         left_out: frozenset[tuple[str, int]] = frozenset(), design: dict | None = None) -> ContestGrid:
     """The contest and the LR sweep as the collect step reads them.
 
     A contest LR of 'auto' resolves through selected_lr (the sweep's best);
@@ -159,10 +161,17 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> ContestGrid:
     trains every sweep LR at each of its seeds (sweep.seeds, which defaults to
     the one sweep.seed). `cells` lists each distinct cell once as
     [variant, LR, seed]; `keys` every cell of each of the two studies as a CellKey (JSON), so a cell both
-    have appears once under each.
+    have appears once under each. `left_out`: the (variant, seed) contest cells a round did not train (the
+    variants of comparisons already decided: attnlab.pipeline.plan.rounds.left_out); `design`: the contest's
+    design as the config declared it (attnlab.pipeline.design), which a config whose contest.seeds a round has
+    grown no longer says.
     """
     built = Grid({**cfg, "studies": []}, selected_lr)
-    cells = {(key.variant, key.lr_value, key.seed) for key in built.trained()}
+
+    def kept(keys):
+        return [key for key in keys if (key.variant, key.seed) not in left_out]
+
+    cells = {(key.variant, key.lr_value, key.seed) for key in kept(built.trained())}
     return ContestGrid(
         variants=tuple(cfg["variants"]),
         contest_lr=dict(built.contest_lr),
@@ -172,9 +181,10 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None) -> ContestGrid:
         sweep_lrs_by_variant={v: tuple(lrs) for v, lrs in studies_mod.sweep_lrs(cfg).items()},
         auto=tuple(v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO),
         cells=tuple(sorted(cells)),
-        keys=tuple(key for name in studies_mod.BUILT_IN for key in built.cells(name)),
+        keys=tuple(key for name in studies_mod.BUILT_IN for key in kept(built.cells(name))),
         protocol=cfg["name"],
-        rounds_budget=int((cfg["contest"].get("rounds") or {}).get("max_seeds", 0)),
+        rounds_design=(design if design is not None
+                       else design_of(cfg).to_json() if cfg["contest"].get("rounds") else {}),
     )
 
 

@@ -27,6 +27,7 @@ from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
+from attnlab.pipeline.design import design_of
 from attnlab.pipeline.plan import figure_catalog
 from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer, rounds
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
@@ -181,16 +182,21 @@ class Plan:
                      for pack in packs.partition(later.bundles(studies_mod.CONTEST), self.pack_size)]
         return made
 
+    def decisions(self, through: int | None = None) -> list[dict]:
+        """The rounds' decisions the build made, in order, up to round `through` (excluded; all when None),
+        stopping after the first that asks for no more seeds (asks the seed_round checkpoints; none without
+        contest.rounds)."""
+        made = []
+        for index in range(len(self.round_seeds) if through is None else through):
+            if not self.rounds or (made and not made[-1]["next_seeds"]):
+                break
+            made.append(rounds.read_decision(self.checkpoints.seed_round.get(round=index).output[0]))
+        return made
+
     def decided_rounds(self) -> int:
         """How many rounds the build trains: it reads each seed_round checkpoint's output in turn until one asks
         for no more seeds (one round, asking nothing, without contest.rounds)."""
-        if not self.rounds:
-            return 1
-        for index in range(len(self.round_seeds)):
-            path = self.checkpoints.seed_round.get(round=index).output[0]
-            if not rounds.read_decision(path)["next_seeds"]:
-                return index + 1
-        return len(self.round_seeds)
+        return len(self.decisions()) if self.rounds else 1
 
     def decided_config(self) -> dict:
         """The config with the contest seeds of every round the build trains."""
@@ -198,10 +204,16 @@ class Plan:
             return self.config
         return rounds.with_contest_seeds(self.config, rounds.seeds_through(self.config, self.decided_rounds() - 1))
 
+    def left_out(self, through: int | None = None) -> frozenset:
+        """The (variant, seed) contest cells the rounds decided so far leave untrained (rounds.left_out)."""
+        return rounds.left_out(self.config, self.decisions(through)) if self.rounds else frozenset()
+
     def round_cells(self, wildcards) -> list[str]:
-        """The contest cells of rounds 0..round, which the seed_round checkpoint of that round reads."""
+        """The contest cells of rounds 0..round, which the seed_round checkpoint of that round reads: each later
+        round's of the variants the round before named."""
         upto = rounds.with_contest_seeds(self.config, rounds.seeds_through(self.config, int(wildcards.round)))
-        return bundles(Grid(upto, self.selected_lrs()).bundles(studies_mod.CONTEST))
+        keys = Grid(upto, self.selected_lrs()).bundles(studies_mod.CONTEST)
+        return bundles(rounds.trained_keys(keys, self.left_out(int(wildcards.round))))
 
     def round_decisions(self, wildcards=None) -> list[str]:
         """Every round's decision the build made, in order (none without contest.rounds)."""
@@ -223,6 +235,7 @@ class Plan:
         known = set(self.known_cells())
         variants = None if variant is None else [variant]
         cells = Grid(self.decided_config(), self.selected_lrs(variants)).bundles(studies_mod.CONTEST)
+        cells = rounds.trained_keys(cells, self.left_out())
         return [b for b in bundles(k for k in cells if variant in (None, k.variant)) if b not in known]
 
     def auto_cell_inputs(self) -> dict:
@@ -263,17 +276,19 @@ class Plan:
                 chosen[variant] = rounds.read_choice(choice)
             except ConfigError:
                 continue  # select_lr writes it again, and the checkpoint brings its cells in
-        seeds = self._decided_seeds_on_disk()
+        seeds, decided = self._decided_on_disk()
         cfg = rounds.with_contest_seeds(self.config, seeds) if seeds else self.config
         cells = (Grid(cfg, chosen) if chosen or seeds else self.grid).trained()
-        return [b for b in bundles(cells) if not Path(b).exists()]
+        untrained = rounds.left_out(self.config, decided[:-1]) if decided else frozenset()
+        return [b for b in bundles(rounds.trained_keys(cells, untrained)) if not Path(b).exists()]
 
-    def _decided_seeds_on_disk(self) -> list[int] | None:
+    def _decided_on_disk(self) -> tuple[list[int] | None, list[dict]]:
         """The contest seeds the seed_round decisions on disk say were trained (None without rounds or before
-        any decision): missing_cells names their bundles too, read as it reads select_lr's choices."""
+        any decision), and those decisions: missing_cells names their bundles too, read as it reads select_lr's
+        choices."""
         if not self.rounds:
-            return None
-        seeds = None
+            return None, []
+        seeds, decided = None, []
         for index in range(len(self.round_seeds)):
             try:
                 decision = rounds.read_decision(Path(str(paths.ROUND_PATTERN).format(round=index)))
@@ -281,13 +296,15 @@ class Plan:
             except (ConfigError, ValueError, TypeError):
                 break  # the checkpoint writes it again, and brings its cells in
             seeds = trained
+            decided.append(decision)
             if not asked:
                 break
-        return seeds
+        return seeds, decided
 
     def grid_json(self, wildcards=None) -> str:
         """The contest (with every round's seeds) and the sweep as the collect step reads them."""
-        return quoted(grid(self.decided_config(), self.selected_lrs()).to_json())
+        declared = design_of(self.config).to_json() if self.rounds else None
+        return quoted(grid(self.decided_config(), self.selected_lrs(), self.left_out(), declared).to_json())
 
     def sweep_cells(self, wildcards) -> list[str]:
         """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""

@@ -34,7 +34,7 @@ LEVEL = f"{statistics.CONFIDENCE:.0%}"
 # The config that trains every cell to its plateau on a 2-core machine, and the measured wall times there of its
 # first round of seeds, on the fastest and the slowest day measured (the CHANGELOG's measurements give the
 # command and each day's step rate).
-SETTLE_CONFIG, SETTLE_MINUTES = "settle", "45–55"
+SETTLE_CONFIG, SETTLE_MINUTES = "settle", "90"  # estimated: about 90 cells at about a minute a cell on 2 cores
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -120,12 +120,11 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
             f"of their protocol failed: {html.escape(why)}.")
     if protocol != SETTLE_CONFIG:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
-                 "improving, each variant at its own best LR, to judge more of these claims on a 2-core machine: "
-                 f"about "
-                 f"{SETTLE_MINUTES} minutes for its six seeds, then up to two more seeds a variant while a "
-                 f"comparison is undecided and within the budget's reach (<code>snakemake --cores all "
-                 f"--configfile config/{SETTLE_CONFIG}.yaml"
-                 "</code>; its measured ledger is in the changelog).")
+                 "improving, each variant at its own best LR, under a design declared before its seeds (8 seeds, "
+                 "then up to 20 for the comparisons still open, 5% error over both looks), sized to decide the "
+                 "quality reading, the score scale and A³'s gain on a 2-core machine in about "
+                 f"{SETTLE_MINUTES} minutes (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
+                 "</code>; <code>python benchmarks/design_power.py</code> prints each comparison's power).")
     leaning = {}
     for r in rows.itertuples():
         lean = _lean(r).removeprefix("at this protocol alone the data ")

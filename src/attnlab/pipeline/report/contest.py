@@ -14,7 +14,8 @@ import pandas as pd
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline import statistics
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.contract import BASELINE, seeds_of
+from attnlab.pipeline.design import FIXED, Design
 from attnlab.pipeline.plan.rounds import ENTROPY, LARGEST_SCORE, LOSS
 from attnlab.pipeline.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
 from attnlab.pipeline.tables import display
@@ -176,7 +177,8 @@ def rounds_text(rounds: pd.DataFrame) -> str:
     last_round = rounds[rounds["round"] == rounds["round"].max()]
     last = last_round.iloc[0]
     states = "; ".join(
-        f"{row.comparison} [{_bound(row.cs_low, row)}, {_bound(row.cs_high, row)}] {row.state}"
+        f"{row.comparison}{' (median)' if row.reading != 'mean' else ''} [{_bound(row.low, row)}, "
+        f"{_bound(row.high, row)}] {row.state}"
         + (f" (about {int(row.seeds_needed)} seeds at the observed spread)"
            if row.state != "decided" and pd.notna(row.seeds_needed) else "")
         for row in last_round.itertuples())
@@ -185,11 +187,12 @@ def rounds_text(rounds: pd.DataFrame) -> str:
              "out of reach": ("every comparison still undecided was out of the budget's reach (at its observed "
                               "spread it would need more seeds than contest.rounds.reach times the budget), so "
                               "no round was added for it")}.get(last.outcome, last.outcome)
-    return (f"The contest's seeds were added until decided: {int(last.n_seeds)} seeds per variant in "
-            f"{int(last['round']) + 1} rounds, of a budget of {int(last.max_seeds)}; after the last round, {ended}. "
-            f"Every interval over the contest's seeds (its tables and the ledger) is {last.method}, which stays "
-            f"valid when the number of seeds depends on the data seen, in place of the t-interval, and wider "
-            f"than it (docs/statistics.md). The "
+    return (f"The contest's seeds were added under a design declared in the config before any seed was trained "
+            f"({last.method}): up to {int(last.n_seeds)} seeds per variant in {int(last['round']) + 1} rounds "
+            f"(a later round trains the variants of the comparisons still open), of a budget of "
+            f"{int(last.max_seeds)}; after the last round, {ended}. Every interval over the contest's "
+            f"seeds (its tables and the ledger) is read through that design, which keeps its error rate when the "
+            f"number of seeds depends on the data seen (docs/statistics.md). The "
             f"comparisons the rule read, after the last round: {states}.")
 
 
@@ -205,3 +208,26 @@ def _bound(value, row) -> str:
     if quantity == ENTROPY:
         return f"{float(value):+.3f}"
     return f"{float(value) - 1:+.2%}" if str(row.ratio) == "True" else f"{float(value):+.4f} nats"
+
+
+def design_text(tables: dict[str, pd.DataFrame]) -> str:
+    """The contest's design in words with its error rate (a seed_rounds table's, else a fixed design of the
+    contest's seeds), and whether a contest seed is a sweep seed: the sweep cell that won an 'auto' LR choice is
+    then also that seed's contest cell, a selection bias in the variant's favour on that seed."""
+    rounds, contest, sweep = (tables.get(name) for name in ("seed_rounds", "contest", "lr_sweep"))
+    if contest is None or contest.empty:
+        return ""
+    seeds = {s for text in contest.seeds.dropna() for s in seeds_of(text)}
+    design = (str(rounds.method.iloc[-1]) if rounds is not None and not rounds.empty
+              else Design(FIXED, (int(contest.n_seeds.max()),)).text())
+    text = f"The contest's design, fixed in the config before any seed was trained: {design}."
+    swept = set(sweep.seed.astype(int)) if sweep is not None and "seed" in sweep and not sweep.empty else set()
+    chosen = contest[contest.lr_choice == "auto"] if "lr_choice" in contest else contest.iloc[:0]
+    shared = sorted(seeds & swept)
+    if len(chosen) and shared:
+        text += (f" Seed{'s' if len(shared) > 1 else ''} {', '.join(map(str, shared))} chose each 'auto' "
+                 "variant's LR in the sweep and is also a contest seed: its contest cell is the sweep cell that "
+                 "won, a selection bias in that variant's favour on that seed.")
+    elif len(chosen):
+        text += " The contest's seeds are apart from the sweep seeds that chose each LR, so no contest cell won it."
+    return text

@@ -14,7 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline import confidence_sequence, contract, statistics
+from attnlab.pipeline import contract, statistics
+from attnlab.pipeline.design import Design
 from attnlab.pipeline.tables.arms import a3_vs_temperature_table, normswap_table, params_table
 from attnlab.pipeline.tables.checks import check_expected, check_in_grid
 from attnlab.pipeline.tables.contest import best_lr_table, contest_table
@@ -47,11 +48,18 @@ def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
 
 
 def intervals_of(grid: ContestGrid):
-    """The context every interval of these tables is computed in: where seeds were added until decided, the
-    confidence sequence the rule read (attnlab.pipeline.tables.rounds); else the t-interval."""
-    if grid.rounds_budget:
-        return statistics.sequential(confidence_sequence.tuned_precision(grid.rounds_budget))
+    """The context every interval of these tables is computed in: where seeds were added under a design, the
+    interval the rule read at the look the contest reached (attnlab.pipeline.design); else the t-interval."""
+    if grid.rounds_design:
+        return Design.from_json(grid.rounds_design).reading()
     return contextlib.nullcontext()
+
+
+def best_lr_over_sweep_seeds(runs, grid, contest):
+    """The best_lr table: its comparisons pair the sweep's seeds, which no look of a contest design added, so
+    they keep fixed-seed t-intervals (its contest_* columns come from the contest table, read under the design)."""
+    with statistics.fixed():
+        return best_lr_table(runs, grid, contest)
 
 
 def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | dict) -> dict[str, pd.DataFrame]:
@@ -60,7 +68,7 @@ def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | di
     with intervals_of(grid):
         contest = contest_table(runs, grid)
         built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
-                 "best_lr": best_lr_table(runs, grid, contest), "params": params_table(runs, grid),
+                 "best_lr": best_lr_over_sweep_seeds(runs, grid, contest), "params": params_table(runs, grid),
                  "normswap": normswap_table(runs, grid), "a3_vs_temperature": a3_vs_temperature_table(runs, grid),
                  **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
     for name, table in built.items():

@@ -1,14 +1,16 @@
-"""Seeds added until decided: after each round, is another needed? And the seed_rounds table of every round.
+"""Seeds added under a declared design: after each look, is another needed? And the seed_rounds table.
 
 `python -m attnlab.pipeline.tables.rounds decide` is the seed_round checkpoint's command
 (workflow/rules/rounds.smk): it reads the contest's checked bundles of rounds 0..r and computes, for every
 comparison attnlab.pipeline.plan.rounds lists (the ledger's thresholded comparisons over the contest seeds: of
 best validation loss, the kernels' gap to softmax, A³'s gain over softmax and over a per-head temperature, a
 softmax over the kernel against its l1 normaliser; of the telemetry, the kernel's largest score against
-softmax's and its rows' entropy against softmax's), paired by contest seed, Lai's anytime-valid confidence
-sequence tuned to the budget (attnlab.pipeline.confidence_sequence). A comparison is decided once its
-interval holds none of its thresholds; while one is not, and the budget allows, the decision names the next
-round's seeds.
+softmax's and its rows' entropy against softmax's), paired by contest seed, the interval of the config's design
+at this look (attnlab.pipeline.design: a group-sequential design's repeated t-interval, or the anytime-valid
+confidence sequence of an open-ended budget); the heavy-tailed score ratio by its median, with the exact
+sign-test interval at the same confidence (attnlab.pipeline.sign_test). A comparison is decided once its
+interval holds none of its thresholds; while one the design decides (contest.rounds.compare) is not, and the
+budget allows, the decision names the next look's seeds.
 
 A comparison the budget cannot reach does not ask for seeds: one that, at its observed mean and spread, would need
 more than `reach` times `max_seeds` to clear its thresholds (or sits on one) is *out of reach* and stays
@@ -16,9 +18,8 @@ undecided, said so with the seeds it would need, while the others decide whether
 default factor of 2 leaves room for the spread read off a few seeds (the seeds needed grow with its square).
 Giving up early costs no coverage: the confidence sequence holds at any number of seeds, whatever rule chose it.
 
-The tables and the ledger compute every interval of such a build with the same sequence
-(attnlab.pipeline.statistics.sequential), which stays valid at a number of seeds the data chose; so the score
-scale, decided by a t-interval at six seeds, may need more seeds under the wider sequence, and the rule reads it.
+The tables and the ledger compute every interval of such a build through the same design
+(attnlab.pipeline.design.Design.reading), which stays valid at the look the data stopped at.
 """
 
 from __future__ import annotations
@@ -35,9 +36,9 @@ import pandas as pd
 from attnlab.core.bundle_format import BundleError
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
-from attnlab.pipeline import confidence_sequence, contract, statistics
-from attnlab.pipeline.plan.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, comparisons, read_decision,
-                                          round_seeds, seeds_through)
+from attnlab.pipeline import contract, design, sign_test, statistics
+from attnlab.pipeline.plan.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, Comparison, comparisons,
+                                          decided_by, read_decision, round_seeds, seeds_through)
 from attnlab.pipeline.plan.bundle_reader import read_bundle
 
 REACH = 2  # contest.rounds.reach's default: needing more than this many times the budget's seeds is out of reach
@@ -46,39 +47,64 @@ DECIDED, UNDECIDED, OUT_OF_REACH = "decided", "undecided", "out of reach"
 
 def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int,
            telemetry: dict[str, dict[str, dict[int, float]]] | None = None) -> dict:
-    """After round `round_index`: each comparison's confidence sequence and state, and the next round's seeds
-    (none once every comparison is decided or the budget is spent). `losses`: variant -> seed -> best
-    validation loss of the contest cells that did not diverge; `telemetry`: the same for each other quantity a
-    comparison reads (plan.rounds.LARGEST_SCORE, ENTROPY). A comparison without values on either side is not
-    read."""
+    """After round `round_index`: each comparison's interval under the config's design and its state, and the
+    next round's seeds (none once every comparison the design decides is decided, or the budget is spent) and
+    the variants it trains (those of the comparisons still open).
+    `losses`: variant -> seed -> best validation loss of the contest cells that did not diverge; `telemetry`:
+    the same for each other quantity a comparison reads (plan.rounds.LARGEST_SCORE, ENTROPY). A comparison
+    without values on either side is not read."""
     values = {LOSS: losses, **(telemetry or {})}
-    budget = int(cfg["contest"]["rounds"]["max_seeds"])
+    plan = design.design_of(cfg)
+    budget = plan.looks[-1]
     reach = cfg["contest"]["rounds"].get("reach", REACH)
     limit = math.inf if reach is None else reach * budget
-    precision = confidence_sequence.tuned_precision(budget)
     seeds = seeds_through(cfg, round_index)
+    deciding = {c.name for c in decided_by(cfg)}
     rows = []
-    with statistics.sequential(precision):
+    with plan.reading():
+        confidence = plan.confidence_at(len(seeds)) if plan.kind == design.GROUP_SEQUENTIAL else math.nan
         for comparison in comparisons(cfg["variants"]):
             of = values.get(comparison.quantity, {})
             if not of.get(comparison.first) or not of.get(comparison.second):
                 continue
-            estimate = statistics.paired(of[comparison.first], of[comparison.second], ratio=comparison.ratio)
-            bounded = estimate.n >= 2 and math.isfinite(estimate.low) and math.isfinite(estimate.high)
-            decided = bounded and not any(estimate.low <= t <= estimate.high for t in comparison.thresholds)
-            needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
-            rows.append(dict(asdict(comparison), thresholds=list(comparison.thresholds), n=estimate.n,
-                             mean=_number(estimate.mean), low=_number(estimate.low), high=_number(estimate.high),
-                             state=DECIDED if decided else _open_state(estimate, needed, limit),
-                             seeds_needed=None if needed is None or math.isinf(needed) else int(needed)))
+            row = _read(comparison, of[comparison.first], of[comparison.second], limit)
+            rows.append(dict(asdict(comparison), thresholds=list(comparison.thresholds), **row,
+                             decides=comparison.name in deciding))
     later = round_seeds(cfg)[round_index + 1:]
-    go_on = any(row["state"] == UNDECIDED for row in rows) and bool(later)
-    states = {row["state"] for row in rows}
+    open_rows = [row for row in rows if row["state"] == UNDECIDED and row["decides"]]
+    go_on = bool(open_rows) and bool(later)
+    needed = {v for row in open_rows for v in (row["first"], row["second"])}
+    states = {row["state"] for row in rows if row["decides"]}
     outcome = ("another round" if go_on else DECIDED if states <= {DECIDED}
                else "budget spent" if UNDECIDED in states or not later else OUT_OF_REACH)
     return {"version": FILE_VERSION, "round": round_index, "seeds": seeds, "max_seeds": budget,
-            "precision": precision, "method": confidence_sequence.METHOD, "comparisons": rows,
-            "next_seeds": list(later[0]) if go_on else [], "outcome": outcome}
+            "precision": plan.precision if plan.kind == design.CONFIDENCE_SEQUENCE else None,
+            "confidence": _number(confidence), "design": plan.to_json(), "method": plan.text(),
+            "comparisons": rows, "next_seeds": list(later[0]) if go_on else [],
+            "next_variants": [v for v in cfg["variants"] if v in needed] if go_on else [], "outcome": outcome}
+
+
+def _read(comparison: Comparison, first: dict, second: dict, limit: float) -> dict:
+    """One comparison's estimate, interval and state at this look (inside the design's reading)."""
+    if comparison.median:
+        found = sign_test.paired_median(first, second, ratio=comparison.ratio,
+                                        confidence=statistics.median_confidence(len(set(first) & set(second))))
+        bounded = math.isfinite(found.low) and math.isfinite(found.high)
+        decided = bounded and not any(found.low <= t <= found.high for t in comparison.thresholds)
+        needed = None if decided else sign_test.verdict(found, comparison.thresholds[0]).seeds_to_resolve
+        n, mean, low, high, level = found.n, found.median, found.low, found.high, found.confidence
+        state = DECIDED if decided else UNDECIDED if needed is not None and needed <= limit else (
+            UNDECIDED if found.n < 2 or math.isinf(limit) else OUT_OF_REACH)
+    else:
+        estimate = statistics.paired(first, second, ratio=comparison.ratio)
+        bounded = estimate.n >= 2 and math.isfinite(estimate.low) and math.isfinite(estimate.high)
+        decided = bounded and not any(estimate.low <= t <= estimate.high for t in comparison.thresholds)
+        needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
+        n, mean, low, high = estimate.n, estimate.mean, estimate.low, estimate.high
+        level = statistics.nominal_confidence(n) if statistics.interval_kind() == "RCI" else math.nan
+        state = DECIDED if decided else _open_state(estimate, needed, limit)
+    return dict(n=n, mean=_number(mean), low=_number(low), high=_number(high), state=state, level=_number(level),
+                seeds_needed=None if needed is None or math.isinf(needed) else int(needed))
 
 
 def _open_state(estimate: statistics.Estimate, needed: float | None, limit: float) -> str:
@@ -125,11 +151,15 @@ def table(decisions: list[dict]) -> pd.DataFrame:
                          "seeds": " ".join(map(str, decision["seeds"])), "comparison": row["label"],
                          "first": row["first"], "second": row["second"], "ratio": row["ratio"],
                          "thresholds": " ".join(f"{t:g}" for t in row["thresholds"]), "n_paired": row["n"],
-                         "mean": row["mean"], "cs_low": row["low"], "cs_high": row["high"], "state": row["state"],
+                         "mean": row["mean"], "low": row["low"], "high": row["high"], "state": row["state"],
                          "seeds_needed": row["seeds_needed"], "outcome": decision["outcome"],
                          "next_seeds": " ".join(map(str, decision["next_seeds"])),
+                         "next_variants": " ".join(decision["next_variants"]),
                          "max_seeds": decision["max_seeds"], "precision": decision["precision"],
-                         "method": decision["method"], "quantity": row.get("quantity", LOSS)})
+                         "confidence": row["level"], "decides": row["decides"],
+                         "design": json.dumps(decision["design"], sort_keys=True),
+                         "method": decision["method"], "quantity": row.get("quantity", LOSS),
+                         "reading": sign_test.METHOD if row.get("median") else "mean"})
     return pd.DataFrame(rows, columns=contract.columns("seed_rounds")).astype({"seeds_needed": "Int64"})
 
 
@@ -149,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if args.command == "table":
             rows = table([read_decision(path) for path in args.decisions])
             atomic_write_text(args.out, rows.to_csv(index=False))
-            print(rows[["round", "comparison", "n_paired", "cs_low", "cs_high", "state"]].to_string(index=False))
+            print(rows[["round", "comparison", "n_paired", "low", "high", "state"]].to_string(index=False))
             return 0
         cfg = json.loads(args.config_json)
         values = contest_values(args.bundles, cfg, args.round)
