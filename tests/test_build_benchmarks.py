@@ -130,3 +130,33 @@ def test_a_later_log_that_ran_nothing_is_passed_over_for_the_build(workspace):
     (logs / "2026-12-03T231600.snakemake.log").write_text(HEADER + "Nothing to be done (all requested files are "
                                                           "present and up to date).\n")
     assert "span: 60 s on 2 cores" in report(workspace, None, slices=6)
+
+
+def test_the_summary_spread_benchmark_reads_each_cells_curve_and_pairs_by_seed(tmp_path, capsys):
+    """Three seeds of softmax and yat_b whose curves share a noisy best evaluation (one low dip per curve)
+    but sit apart evenly at the end: the best's paired spread is wide, the last-K mean's narrow."""
+    import numpy as np
+    import pandas as pd
+
+    from benchmarks import summary_spread
+
+    tables = tmp_path / "results" / "tables"
+    tables.mkdir(parents=True)
+    pd.DataFrame({"variant": ["softmax", "yat_b"], "lr": [1e-2, 3e-3], "seeds": ["0 1 2", "0 1 2"]}).to_csv(
+        tables / "contest.csv", index=False)
+    dips = {("softmax", 0): 0.05, ("softmax", 1): 0.0, ("softmax", 2): 0.02,
+            ("yat_b", 0): 0.0, ("yat_b", 1): 0.04, ("yat_b", 2): 0.01}
+    for (variant, seed), dip in dips.items():
+        level = 1.9 if variant == "softmax" else 1.92
+        losses = np.full(8, level)
+        losses[3] -= dip  # the best evaluation: a dip that is noise, not the cell's level
+        folder = tmp_path / "results" / "runs" / variant / ("lr0.01" if variant == "softmax" else "lr0.003")
+        (folder / f"seed{seed}").mkdir(parents=True)
+        pd.DataFrame({"step": range(8), "val_loss": losses}).to_csv(folder / f"seed{seed}" / "curve.csv",
+                                                                    index=False)
+    assert summary_spread.main([str(tmp_path), "--last", "4"]) == 0
+    line = capsys.readouterr().out.splitlines()[-1].split()
+    assert line[0] == "yat_b" and line[1] == "3"
+    row = summary_spread.spreads(summary_spread.cells(tmp_path, 4)).iloc[0]
+    assert row.last_k_mean_sd < 1e-12 < row.best_sd  # the plateau's level is the same gap on every seed
+    assert row.last_k_mean_mean == pytest.approx(np.log(1.92 / 1.9))

@@ -507,3 +507,23 @@ def test_an_unknown_pack_mode_is_refused_naming_the_file(tmp_path, mode):
     folder = with_pack(make_bundle(tmp_path / "runs", the_slice()), mode)
     with pytest.raises(BundleError, match=r"bundle\.json has provenance\.pack\.mode"):
         bundles_of(folder)
+
+
+def test_the_seed_round_rule_refuses_a_stale_bundle_before_writing_a_decision(tmp_path, capsys):
+    """A later round's cell trained with another config stops the rule that adds seeds, as it stops collection,
+    and no decision is written from it."""
+    from attnlab.pipeline.tables import rounds
+
+    root = tmp_path / "runs"
+    folder = make_bundle(root, the_slice(steps=40))
+    expect = tmp_path / "expected.json"
+    expect.write_text(json.dumps(expectation(root)))
+    cfg = {"variants": ["softmax", "a3"], "contest": {"seeds": [0], "lr": {},
+                                                      "rounds": {"max_seeds": 3, "round_size": 1}},
+           "sweep": {"seeds": [0]}}
+    out = tmp_path / "round0.json"
+    argv = ["decide", "--config-json", json.dumps(cfg), "--round", "0", "--out", str(out), str(folder)]
+    assert rounds.main(argv[:-1] + ["--expect", str(expect), str(folder)]) == 2
+    assert "train.steps 40 in the bundle, 20 expected" in capsys.readouterr().err and not out.exists()
+    expect.write_text(json.dumps(expectation(root, steps=40)))
+    assert rounds.main(argv[:-1] + ["--expect", str(expect), str(folder)]) == 0 and out.is_file()

@@ -348,6 +348,22 @@ def test_a_resealed_bundle_with_a_wrong_typed_field_is_refused_naming_the_file_a
     assert str(bundle_copy / BUNDLE_FILE) in str(err.value)
 
 
+@pytest.mark.parametrize("edit, named", [
+    (lambda s: dict(s, steps_done=s["config"]["train"]["steps"] * 58 // 100, plateau_step=None), "a cell cut short"),
+    (lambda s: dict(s, steps_done=s["config"]["train"]["steps"] + 1), "is past train.steps"),
+    (lambda s: dict(s, plateau_step=s["steps_done"] // 2), "is not the plateau stop"),
+])
+def test_a_resealed_bundle_whose_steps_do_not_add_up_is_refused(bundle_copy, edit, named):
+    """Re-sealed with its steps cut short (no plateau stop, no divergence), past its ceiling, or stopped where no
+    plateau fired: no finished cell looks like that, so the reader refuses it naming the file."""
+    summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())
+    assert not summary["diverged"] and summary["steps_done"] == summary["config"]["train"]["steps"]
+    (bundle_copy / BUNDLE_FILE).write_text(json.dumps(sealed(edit(summary))))
+    with pytest.raises(BundleError, match=named) as err:
+        read_bundle(bundle_copy)
+    assert str(bundle_copy / BUNDLE_FILE) in str(err.value) and "rerun that cell" in str(err.value)
+
+
 @pytest.mark.parametrize("name", ["../../etc/hostname", "/etc/passwd", "params/../../../etc/passwd"])
 def test_manifest_naming_a_file_outside_the_bundle_is_refused(bundle_copy, name):
     summary = json.loads((bundle_copy / BUNDLE_FILE).read_text())

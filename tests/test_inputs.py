@@ -9,6 +9,7 @@ the command line are checked; the wheel carries the package's data files.
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 import time
 import zipfile
@@ -138,6 +139,26 @@ def test_a_hundred_million_eval_batches_are_refused_naming_the_key_the_estimate_
                               "the telemetry batches")
     assert "1.2 TB" in message and "this machine has 24.0 GB of memory" in message
     assert "lower train.eval_batches" in message
+
+
+def test_a_longer_evaluation_window_than_memory_holds_is_refused_naming_the_key(memory):
+    """A model without position embeddings read at 3,400 times its 32-character block: one dense evaluation
+    window of 108,800 characters needs a 108,800² attention matrix per head (about 47 GB each in float32),
+    refused before any training; the same windows read blockwise, or a shorter multiple, fit."""
+    memory(24 * GB)
+    cfg = smoke_with(model={"position": "none", "block_size": 32, "heads": 2},
+                     train={"eval_context_multiples": [2, 3400]})
+    with pytest.raises(ConfigError) as err:
+        validate_config(copy.deepcopy(cfg), source="long.yaml")
+    message = str(err.value)
+    assert re.match(r"long.yaml: train.eval_context_multiples: 3,400 is too large: the evaluation at the longest "
+                    r"window would take [0-9.]+ GB", message)
+    assert "blockwise" in message
+    blockwise = copy.deepcopy(cfg)
+    blockwise["model"]["attention_impl"] = "blockwise"
+    validate_config(blockwise)
+    cfg["train"]["eval_context_multiples"] = [2, 4]
+    validate_config(cfg)
 
 
 def test_the_memory_bound_is_this_machines(memory):

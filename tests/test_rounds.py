@@ -4,6 +4,7 @@ the rule read, and a build that adds rounds through Snakemake's checkpoints."""
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
@@ -248,3 +249,22 @@ def test_the_writeup_says_how_many_seeds_the_rule_added_and_with_which_interval(
     text = rounds_text(table)
     assert "up to 5 seeds per variant in 2 rounds" in text and "of a budget of 5" in text
     assert cs.METHOD in text and "yat / softmax [" in text
+
+
+def test_a_decision_is_sealed_and_a_hand_edit_stops_the_plan(tmp_path):
+    """The seed_round command writes its decision with its content's checksum; the planner reads it back whole,
+    and refuses one whose next seeds were edited by hand (a round that would silently not be trained)."""
+    rng = np.random.default_rng(9)
+    cfg = config(seeds=(0, 1, 2), max_seeds=7, round_size=2, variants=("softmax", "a3"))
+    cfg["contest"]["rounds"]["reach"] = None
+    made = losses(rng, range(3), {"a3": 0.0005}, spread=0.03)
+    out = tmp_path / "round0.json"
+    from attnlab.core.bundle_format import sealed
+
+    out.write_text(json.dumps(sealed(rounds.decide(made, cfg, 0))))
+    assert planned.read_decision(out)["next_seeds"] == [3, 4]
+    edited = json.loads(out.read_text())
+    edited["next_seeds"] = []
+    out.write_text(json.dumps(edited))
+    with pytest.raises(ConfigError, match=r"round0\.json: changed after the seed_round rule wrote it.*remove it"):
+        planned.read_decision(out)

@@ -255,6 +255,25 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
 
 
+def test_a_heads_study_that_changes_more_than_the_heads_is_not_read_as_one():
+    """A study `heads` at another width, length and LR than the contest: the row is not testable and names each
+    difference; the same study at the contest's width, length and softmax's LR is read, and its note gives the
+    parameter counts it compares."""
+    t = heads_frames(0.99)
+    t["runs"] = t["runs"].assign(**{"config.model.d_model": 32, "config.train.steps": 40, "n_params": 1000})
+    lr = t["runs_heads"].lr.iloc[0]
+    t["runs_heads"] = t["runs_heads"].assign(**{"config.model.d_model": 64, "config.train.steps": 80,
+                                                "n_params": 3000, "lr": 0.01})
+    row = check(score_papers.selective_matches_twice_the_heads, t)
+    assert row.verdict == "not testable at catalog"
+    assert "model.d_model 64, not 32" in row.interval and "train.steps 80, not 40" in row.interval
+    assert "LR 0.01, not softmax's contest" in row.interval
+    same = dict(t, runs_heads=t["runs_heads"].assign(**{"config.model.d_model": 32, "config.train.steps": 40,
+                                                        "n_params": 1000, "lr": lr}))
+    read = check(score_papers.selective_matches_twice_the_heads, same)
+    assert read.verdict == HOLDS and "the same parameter count" in read.note
+
+
 def test_a_heads_study_of_several_head_counts_is_not_read_as_one():
     t = heads_frames(0.99)
     t["runs_heads"] = pd.concat([t["runs_heads"], t["runs_heads"].assign(**{"config.model.heads": 16})])

@@ -8,6 +8,7 @@
 checkpoint seed_round:
     input:
         bundles=PLAN.round_cells,
+        expected=PLAN.expected_runs,
     output:
         decision=str(paths.ROUND_PATTERN),
     log:
@@ -22,7 +23,7 @@ checkpoint seed_round:
         "Deciding whether the contest needs more seeds after round {wildcards.round}"
     shell:
         "python -m attnlab.pipeline.tables.rounds decide --config-json {params.config} --round {wildcards.round} "
-        "--out {output.decision} {input.bundles} > {log} 2>&1"
+        "--expect {input.expected} --out {output.decision} {input.bundles} > {log} 2>&1"
 
 
 if PLAN.rounds:

@@ -17,6 +17,7 @@ from attnlab.core.errors import ConfigError
 RUNTIME_BYTES = 1000 * 2**20  # Python, JAX and XLA themselves
 ACTIVATION_FACTOR = 24  # a step's peak bytes per byte of one float32 attention tensor (fitted to measured peaks)
 STATE_COPIES = 6  # parameters, gradients, two Adam moments, the last finite copy, the probe's
+EVAL_ATTENTION_COPIES = 2  # a forward-only evaluation's live scores and weights per head (one layer at a time)
 BYTES_PER_EVALUATION = 560  # one evaluation's entries in the step plan and the loss curve (Python objects)
 BYTES_PER_CHECKPOINT = 160  # one checkpoint's entry in the step plan
 BYTES_PER_HELD_OUT_TOKEN = 16  # inputs and targets on the device, the windows they are sliced from
@@ -68,6 +69,13 @@ def estimate(cfg: dict) -> dict:
         ("the attention snapshots", "telemetry.snapshot_fractions", len(telemetry["snapshot_fractions"]),
          "store fewer snapshots or lower model.block_size", snapshots * layers * heads * T * T * 8),
     ]
+    if train.get("eval_context_multiples"):  # the best checkpoint read in windows of m x block_size, B // m a batch
+        m = max(train["eval_context_multiples"])
+        keys = model.get("attention_block", 64) if model.get("attention_impl") == "blockwise" else m * T
+        memory.append(("the evaluation at the longest window", "train.eval_context_multiples", m,
+                       "lower the largest train.eval_context_multiples or model.block_size (or read it with "
+                       "model.attention_impl: blockwise)",
+                       EVAL_ATTENTION_COPIES * 4 * max(1, B // m) * heads * m * T * keys))
     seconds = [
         ("training", "train.steps", steps, "lower train.steps or the model size",
          steps * (HOST_SECONDS_PER_BATCH + step_flops / DEVICE_FLOPS)),
@@ -83,7 +91,7 @@ def estimate(cfg: dict) -> dict:
 
 # The memory terms an accelerator holds (the rest stay on the host): what one job needs of a GPU's memory.
 DEVICE_TERMS = ("parameters and optimiser state", "the activations of one step", "the validation batches",
-                "the telemetry batches with their per-head statistics")
+                "the telemetry batches with their per-head statistics", "the evaluation at the longest window")
 
 
 def device_memory(cfg: dict) -> tuple[float, tuple]:

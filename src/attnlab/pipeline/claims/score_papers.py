@@ -17,11 +17,15 @@ kernel post calls close to softmax.
 
 from __future__ import annotations
 
-from attnlab.pipeline import statistics
+import pandas as pd
+
+from attnlab.core.bundle_format import format_lr
+from attnlab.pipeline import contract, statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, SSMAX_PAPER,
                                             STICKBREAKING_PAPER, Claim, at_protocol, contest_losses,
-                                            contest_lr_text, contest_values, judged, pct, table_of, untestable)
+                                            contest_lr_text, contest_row, contest_values, judged, pct, table_of,
+                                            untestable)
 from attnlab.pipeline.claims.words import title
 from attnlab.pipeline.contract import BASELINE
 from attnlab.pipeline.estimate_text import describe, interval_text
@@ -159,6 +163,26 @@ def twice_the_heads(t) -> tuple[dict[int, float], int | None, str]:
     return losses, (heads[0] if heads else None), "" if losses else NO_TWICE
 
 
+SAME_BUT_HEADS = ("config.variant", "config.lr", "config.seed", "config.model.heads")  # what the study may change
+
+
+def unlike_the_contest(t, study: pd.DataFrame, own: pd.DataFrame) -> list[str]:
+    """What the study `heads`'s softmax cells change besides their head count, against selective's contest cells
+    and softmax's contest LR: each config key whose value differs ('model.d_model 64, not 32'), and the LR."""
+    differs = []
+    for column in sorted(c for c in study.columns if c.startswith("config.") and c not in SAME_BUT_HEADS):
+        theirs = set(study[column].astype(str)) if column in study else set()
+        ours = set(own[column].astype(str)) if column in own else set()
+        if theirs != ours:
+            differs.append(f"{column.removeprefix('config.')} {', '.join(sorted(theirs))}, not "
+                           f"{', '.join(sorted(ours)) or 'unset'}")
+    soft = contest_row(t, BASELINE)
+    if soft is not None and "lr" in study and not contract.at_lr(study, soft.lr).all():
+        differs.append(f"LR {', '.join(sorted(set(study.lr.map(format_lr))))}, not softmax's contest "
+                       f"{format_lr(soft.lr)}")
+    return differs
+
+
 def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
     claim = Claim(SELECTIVE_PAPER, "selective attention matches softmax with about twice the heads (a comparison "
                   "of unequal sizes on purpose)", SELECTIVE_RULE.text(), "–",
@@ -174,12 +198,24 @@ def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
     if heads is not None and own_heads is not None and heads != 2 * own_heads:
         return untestable(claim, protocol, f"the study `heads` trains softmax with {heads} heads, not twice "
                                            f"selective's {own_heads}")
+    study = table_of(t, "runs_heads")
+    differs = unlike_the_contest(t, study[study.variant == BASELINE], own)
+    if differs:
+        return untestable(claim, protocol, "the study `heads` changes more than the head count: "
+                          + "; ".join(differs) + "; the row compares softmax with twice the heads and nothing "
+                          "else changed, at softmax's contest LR")
     ratio = statistics.paired(contest_losses(t, "selective"), twice, ratio=True)
     claim.measured = (f"selective ({own_heads} heads) / {BASELINE} ({heads} heads) {describe(ratio, pct)}; "
                       f"against {BASELINE} with its own {own_heads} heads {describe(loss_ratio(t, 'selective'), pct)}")
+    params = sorted(set(study.loc[study.variant == BASELINE, "n_params"].astype(int))) if "n_params" in study else []
+    own_params = sorted(set(own.n_params.astype(int))) if "n_params" in own else []
+    size = ("the same parameter count" if params and params == own_params
+            else f"{', '.join(f'{n:,}' for n in params) or '?'} parameters against selective's "
+                 f"{', '.join(f'{n:,}' for n in own_params) or '?'}")
     claim.note = "; ".join([lrs_note(t, "selective", BASELINE), "the softmax with twice the heads trains at "
-                            "softmax's contest LR; the model's width is fixed, so its heads are half as wide and "
-                            "it has the same parameter count, where the paper's wider heads add parameters"])
+                            "softmax's contest LR, with the contest's model and training but for its heads; the "
+                            f"model's width is fixed, so its heads are half as wide and it has {size}, where the "
+                            "paper's wider heads add parameters"])
     verdict = statistics.in_range(ratio, 2 - SAME_LOSS, SAME_LOSS)
     judged(claim, verdict, {"loss ratio": ratio}, pct)
     return at_protocol(claim, protocol, pp.conditions(t, SELECTIVE_RULE, ["selective", BASELINE]),

@@ -115,6 +115,9 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
         shown = repr(wrong.instance) if len(repr(wrong.instance)) <= 60 else f"{repr(wrong.instance)[:60]}…"
         raise BundleError(f"bundle file {summary_file}: field {field} is {shown}, which is wrong ({wrong.message}"
                           f"{'' if len(wrong.message) < 120 else '…'}); delete the folder and rerun that cell")
+    short = _cut_short(summary)
+    if short:
+        raise BundleError(f"bundle file {summary_file}: {short}; delete the folder and rerun that cell")
     files = summary["files"]
     outside = [name for name in files if not manifest_name_is_inside(name)]
     if outside:
@@ -125,6 +128,23 @@ def _read_manifest(path: Path) -> tuple[Path, dict]:
         raise BundleError(f"bundle file {summary_file} does not list {', '.join(unlisted) or 'params/'}; "
                           "delete the folder and rerun")
     return folder, summary
+
+
+def _cut_short(summary: dict) -> str:
+    """Why a bundle's steps do not add up to a finished cell ('' when they do): a cell that did not diverge ran to
+    its ceiling (train.steps) or stopped where its plateau rule fired, never past the ceiling."""
+    done, steps = summary.get("steps_done"), ((summary.get("config") or {}).get("train") or {}).get("steps")
+    if summary.get("diverged") or not isinstance(done, int) or not isinstance(steps, int):
+        return ""
+    stopped = summary.get("plateau_step")
+    if done > steps:
+        return f"steps_done {done:,} is past train.steps {steps:,}"
+    if stopped is None and done != steps:
+        return (f"steps_done {done:,} of train.steps {steps:,}, with no plateau stop and no divergence: a cell cut "
+                "short")
+    if stopped is not None and done != stopped:
+        return f"steps_done {done:,} is not the plateau stop at step {stopped:,}"
+    return ""
 
 
 def _refuse_links(folder: Path) -> None:

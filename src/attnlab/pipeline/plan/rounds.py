@@ -14,6 +14,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from attnlab.core.bundle_format import SELF_KEY, content_digest
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import design
 from attnlab.pipeline.contract import BASELINE, ORDERS_OF_MAGNITUDE
@@ -178,8 +179,9 @@ def check_rounds(cfg: dict, source: str = "config") -> None:
 
 
 def read_decision(path: Path) -> dict:
-    """A round's decision as the seed_round checkpoint wrote it; one that does not read as one (cut short,
-    edited into another shape, of another version) stops the build with one line saying what to do."""
+    """A round's decision as the seed_round checkpoint wrote it, sealed like a bundle (its content checksum,
+    bundle_format.sealed); one that does not read as one (cut short, edited by hand, of another version) stops
+    the build with one line saying what to do."""
     try:
         decision = json.loads(Path(path).read_text())
     except (OSError, ValueError) as err:
@@ -188,6 +190,9 @@ def read_decision(path: Path) -> dict:
     if (not isinstance(decision, dict) or decision.get("version") != FILE_VERSION
             or not all(isinstance(decision.get(k), kind) for k, kind in fields.items())):
         raise ConfigError(f"{path}: not a round's decision of this version; remove it and build again")
+    if decision.get(SELF_KEY) != content_digest(decision):
+        raise ConfigError(f"{path}: changed after the seed_round rule wrote it (its content checksum differs); "
+                          "remove it and build again")
     return decision
 
 

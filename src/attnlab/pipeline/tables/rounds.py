@@ -33,13 +33,14 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.core.bundle_format import BundleError
+from attnlab.core.bundle_format import BundleError, sealed
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
 from attnlab.pipeline import contract, design, sign_test, statistics
 from attnlab.pipeline.plan.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, Comparison, comparisons,
                                           decided_by, read_decision, round_seeds, seeds_through)
 from attnlab.pipeline.plan.bundle_reader import read_bundle
+from attnlab.pipeline.tables.checks import check_bundles, read_expected
 
 REACH = 2  # contest.rounds.reach's default: needing more than this many times the budget's seeds is out of reach
 DECIDED, UNDECIDED, OUT_OF_REACH = "decided", "undecided", "out of reach"
@@ -170,6 +171,9 @@ def main(argv: list[str] | None = None) -> int:
     decide_cmd.add_argument("--config-json", required=True, help="the build's variants, contest and sweep")
     decide_cmd.add_argument("--round", type=int, required=True)
     decide_cmd.add_argument("--out", type=Path, required=True)
+    decide_cmd.add_argument("--expect", type=Path, default=None,
+                            help="the grid's expectation: a bundle of another config or code stops the rule, as "
+                                 "it stops collection, before any decision is written")
     decide_cmd.add_argument("bundles", nargs="*", type=Path, help="the contest's bundles of this round and earlier")
     table_cmd = commands.add_parser("table", help="write the seed_rounds table from every round's decision")
     table_cmd.add_argument("--out", type=Path, required=True, help="the table's CSV file")
@@ -182,12 +186,14 @@ def main(argv: list[str] | None = None) -> int:
             print(rows[["round", "comparison", "n_paired", "low", "high", "state"]].to_string(index=False))
             return 0
         cfg = json.loads(args.config_json)
+        if args.expect is not None:
+            check_bundles(args.bundles, read_expected(args.expect))
         values = contest_values(args.bundles, cfg, args.round)
         decision = decide(values.pop(LOSS), cfg, args.round, values)
     except (ConfigError, BundleError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
-    atomic_write_json(args.out, decision)
+    atomic_write_json(args.out, sealed(decision))  # sealed: a hand edit stops the planner (plan.rounds)
     for row in decision["comparisons"]:
         print(f"round {args.round}: {row['label']} over {row['n']} seeds: [{row['low']}, {row['high']}] "
               f"{row['state']}" + (f" (about {row['seeds_needed']} seeds)" if row["seeds_needed"] else ""))
