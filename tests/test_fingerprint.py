@@ -319,3 +319,29 @@ def test_an_entry_forged_in_the_stored_cache_is_not_trusted(src, tmp_path, monke
     store.write_text(json.dumps(stored))
     assert fresh_cache(monkeypatch, store).entries == {}
     assert fp(src) == edited_fp
+
+
+def test_a_training_cell_depends_on_its_slice_of_the_schema_alone(tmp_path, monkeypatch):
+    """An edit to the schema's contest section (a new key, as a design adds) leaves every training fingerprint
+    as it was; a new default in the model section, which a cell reads, changes it."""
+    import shutil
+
+    import yaml
+
+    src = tmp_path / "src"
+    shutil.copytree(REPO / "src" / "attnlab", src / "attnlab", ignore=shutil.ignore_patterns("__pycache__"))
+    fresh_cache(monkeypatch)
+    fingerprint.schema_for_training.cache_clear()
+    before = fingerprint.training_fingerprint("softmax", src=src)
+    path = src / "attnlab" / "core" / "config.schema.yaml"
+    schema = yaml.safe_load(path.read_text())
+    schema["properties"]["contest"]["properties"]["another_key"] = {"type": "integer", "default": 3}
+    edit(path, yaml.safe_dump(schema))
+    fresh_cache(monkeypatch)
+    fingerprint.schema_for_training.cache_clear()
+    assert fingerprint.training_fingerprint("softmax", src=src) == before
+    schema["properties"]["model"]["properties"]["dropout"]["default"] = 0.3
+    edit(path, yaml.safe_dump(schema))
+    fresh_cache(monkeypatch)
+    fingerprint.schema_for_training.cache_clear()
+    assert fingerprint.training_fingerprint("softmax", src=src) != before

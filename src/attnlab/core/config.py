@@ -20,7 +20,7 @@ from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import to_json  # noqa: F401  (re-exported: the slice's wire form)
 from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import check_bounds
-from attnlab.core.schema import SCHEMA_NAME, Validator, schema  # noqa: F401  (re-exported: the loader's schema)
+from attnlab.core.schema import SCHEMA_NAME, SLICE_SECTIONS, Validator, schema  # noqa: F401  (re-exported)
 from attnlab.core.strict_yaml import parse_yaml
 from attnlab.core.variants import VARIANTS, UnknownVariantError, check_variant
 
@@ -145,7 +145,6 @@ def _per_variant_problems(mapping: dict, key: str, variants: list, missing: str)
     return problems + [f"{key}: {missing.format(v)}" for v in variants if v not in mapping]
 
 
-SLICE_SECTIONS = ("data", "model", "train", "telemetry")
 IDENTITY_KEYS = "x-identity-keys"  # the schema's list, per section, of keys always in a cell's identity
 
 

@@ -52,6 +52,7 @@ import yaml
 
 from attnlab.core import fact_cache
 from attnlab.core.fact_cache import FactCache
+from attnlab.core.schema import SCHEMA_NAME, training_part
 
 PACKAGE = "attnlab"
 SRC = Path(__file__).resolve().parents[2]  # the folder that holds the attnlab package
@@ -210,14 +211,28 @@ def training_fingerprint(variant: str, src: Path = SRC) -> str:
     from attnlab.core import variants
 
     entry = {"registry": variants.VARIANTS[variant], "normaliser": variants.NORMALISERS.get(variant),
-             "twin": variants.NORMALISER_TWINS.get(variant)}  # what the registry means for this cell
+             "twin": variants.NORMALISER_TWINS.get(variant),  # what the registry means for this cell
+             "schema": schema_for_training(Path(src))}  # the schema's training part alone
     if variant in variants.EXTERNAL:
         entry["package"] = external_package(variant)
         own = tuple(m for m in entry["package"]["imports"] if module_file(m, src).is_file())  # attnlab code it uses
         return cached_fingerprint(("attnlab.training.train", *own), str(src), json.dumps(entry, sort_keys=True),
-                                  (REGISTRY,))
+                                  (REGISTRY, SCHEMA_MODULE))
     return cached_fingerprint(("attnlab.training.train", variants.variant_module(variant)), str(src),
-                              json.dumps(entry, sort_keys=True), (REGISTRY,))
+                              json.dumps(entry, sort_keys=True), (REGISTRY, SCHEMA_MODULE))
+
+
+SCHEMA_MODULE = "attnlab.core.schema"
+
+
+@lru_cache(maxsize=None)
+def schema_for_training(src: Path = SRC) -> str:
+    """The config schema as a training cell depends on it: the schema module's code and the sections of the
+    schema its slice reads (attnlab.core.schema.training_part, descriptions left out), so an edit to the contest,
+    the sweep, the figures or the studies retrains no cell."""
+    path = module_file(SCHEMA_MODULE, src)
+    data = _drop_descriptions(training_part(yaml.safe_load((path.parent / SCHEMA_NAME).read_text())))
+    return hashlib.sha256((_tree_dump(path) + json.dumps(data, sort_keys=True)).encode()).hexdigest()
 
 
 @lru_cache(maxsize=None)

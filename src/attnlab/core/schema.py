@@ -15,6 +15,16 @@ import jsonschema
 import yaml
 
 SCHEMA_NAME = "config.schema.yaml"
+# The sections of a config a training cell reads (attnlab.core.config.cell_slice keeps these alone).
+SLICE_SECTIONS = ("data", "model", "train", "telemetry")
+
+
+def training_part(parsed: dict) -> dict:
+    """What of the schema a training cell depends on: its slice's sections (their keys, types and defaults). The
+    code fingerprint reads the schema through this, so a change to the contest, the sweep, the figures or the
+    studies retrains no cell."""
+    properties = parsed.get("properties", {}) if isinstance(parsed, dict) else {}
+    return {section: properties.get(section) for section in SLICE_SECTIONS}
 
 
 @lru_cache(maxsize=1)
