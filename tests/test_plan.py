@@ -307,3 +307,21 @@ def test_a_cut_short_or_edited_lr_choice_stops_with_one_line_naming_it(workspace
     plan = Plan(config_file(workspace, "default"), SRC, Written(workspace, text))
     with pytest.raises(ConfigError, match=r"\.json: .*remove it and build again"):
         plan.selected_lrs()
+
+
+def test_the_rule_that_adds_seeds_numbers_a_round_as_the_plan_trains_it(workspace):
+    """With a study of its own seeds beside contest.rounds, the decision (from the config the seed_round rule is
+    given) names the seeds the plan's next round trains: the study's seed is skipped by both."""
+    import json
+    import shlex
+
+    from attnlab.pipeline.plan import rounds as planned
+    from attnlab.pipeline.tables import rounds as rule
+
+    contest = {"seeds": [0, 1], "rounds": {"max_seeds": 4, "round_size": 1, "reach": None}}
+    studies = [{"name": "extra", "model": {"dropout": [0.0]}, "variants": ["softmax"], "seeds": [2]}]
+    plan = Plan(config_file(workspace, "default", contest=contest, studies=studies), SRC)
+    given = json.loads(shlex.split(plan.rounds_config())[0])
+    losses = {v: {0: 2.0, 1: 2.1} if v == "softmax" else {0: 2.01, 1: 2.08} for v in plan.config["variants"]}
+    decision = rule.decide(losses, given, 0)
+    assert decision["next_seeds"] == list(planned.round_seeds(plan.config)[1]) == [3]

@@ -35,8 +35,10 @@ def test_each_round_trains_the_next_seeds_no_other_study_has_up_to_the_budget():
     assert planned.round_seeds(config()) == [(0, 1, 2), (3, 4), (5, 6), (7,)]
     assert planned.round_seeds(config(sweep_seeds=(0, 5))) == [(0, 1, 2), (6, 7), (8, 9), (10,)]
     studied = config()
-    studied["studies"][1]["seeds"] = [1, 9]  # a study of its own at seed 9: no round trains that seed again
-    assert planned.round_seeds(studied) == [(0, 1, 2), (10, 11), (12, 13), (14,)]
+    studied["studies"][1]["seeds"] = [1, 9]  # a study of its own at seed 9, past the rounds: nothing moves
+    assert planned.round_seeds(studied) == [(0, 1, 2), (3, 4), (5, 6), (7,)]
+    studied["studies"][1]["seeds"] = [1, 4]  # at seed 4: no round trains that seed again, the rest stay
+    assert planned.round_seeds(studied) == [(0, 1, 2), (3, 5), (6, 7), (8,)]
     fixed = config()
     fixed["contest"]["rounds"] = None
     assert planned.round_seeds(fixed) == [(0, 1, 2)]

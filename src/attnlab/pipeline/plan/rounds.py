@@ -85,17 +85,24 @@ def decided_by(cfg: dict) -> list[Comparison]:
 
 
 def round_seeds(cfg: dict) -> list[tuple[int, ...]]:
-    """The seeds each round trains, round 0 being contest.seeds (one round without contest.rounds)."""
+    """The seeds each round trains, round 0 being contest.seeds (one round without contest.rounds): the next
+    integers after the contest's and the sweep's seeds, skipping any seed a study of the config trains (a new
+    seed is no other study's cell), so adding a study moves no round's seeds unless it takes one of them."""
     first = tuple(int(s) for s in cfg["contest"]["seeds"])
     if cfg["contest"].get(STEP) is None:
         return [first]
     looks = design.design_of(cfg).looks
-    studied = tuple(s for entry in cfg.get("studies") or () for s in entry.get("seeds") or ())
-    following = max(first + tuple(cfg["sweep"]["seeds"]) + studied) + 1  # a new seed is no other study's cell
+    own = set(first) | {int(s) for s in cfg["sweep"].get("seeds") or [cfg["sweep"].get("seed", 0)]}
+    taken = own | {int(s) for entry in cfg.get("studies") or () for s in entry.get("seeds") or ()}
+    following = max(own) + 1
     out = [first]
     for before, after in zip(looks, looks[1:]):
-        out.append(tuple(range(following, following + after - before)))
-        following += after - before
+        seeds = []
+        while len(seeds) < after - before:
+            if following not in taken:
+                seeds.append(following)
+            following += 1
+        out.append(tuple(seeds))
     return out
 
 

@@ -222,8 +222,10 @@ class Plan:
         return [str(paths.ROUND_PATTERN).format(round=index) for index in range(self.decided_rounds())]
 
     def rounds_config(self, wildcards=None) -> str:
-        """What the rule reads of the config: the variants, the contest and the sweep (a param: an edit reruns it)."""
-        return quoted({key: self.config[key] for key in ("variants", "contest", "sweep")})
+        """What the rule reads of the config: the variants, the contest, the sweep and the seeds of the config's
+        studies, which the rounds' seeds skip (a param: an edit reruns it)."""
+        studies = [{"seeds": entry["seeds"]} for entry in self.config.get("studies") or () if entry.get("seeds")]
+        return quoted({**{key: self.config[key] for key in ("variants", "contest", "sweep")}, "studies": studies})
 
     def known_cells(self, wildcards=None) -> list[str]:
         """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
