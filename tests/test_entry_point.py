@@ -52,10 +52,15 @@ Not-A-Name = tempered_attention.score:TemperedScore
 """
 
 
-def wheel(folder: Path, version: str = "0.1", scale: float = 0.5) -> Path:
-    """A pure-Python wheel of the distribution tempered-attention, as a build backend would make it."""
+def wheel(folder: Path, version: str = "0.1", scale: float = 0.5, helper: float | None = None) -> Path:
+    """A pure-Python wheel of the distribution tempered-attention, as a build backend would make it; with
+    `helper`, its scale lives in a top-level module of its own, tempered_helper.py, beside the package."""
     info = f"tempered_attention-{version}.dist-info"
-    files = {"tempered_attention/__init__.py": "", "tempered_attention/score.py": SCORE_MODULE.format(scale=scale),
+    score = SCORE_MODULE.format(scale=scale)
+    if helper is not None:
+        score = score.replace(f"SCALE = {scale}", "from tempered_helper import SCALE")
+    files = {"tempered_attention/__init__.py": "", "tempered_attention/score.py": score,
+             **({"tempered_helper.py": f"SCALE = {helper}\n"} if helper is not None else {}),
              f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tempered-attention\nVersion: {version}\n",
              f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: attnlab-tests\nRoot-Is-Purelib: true\n"
                               "Tag: py3-none-any\n",
@@ -104,6 +109,18 @@ def test_an_installed_variant_joins_the_registry_and_its_identity_follows_its_pa
     install(tmp_path, site, version="0.2", scale=0.25)  # the same code, another version
     assert fingerprints(site, "tempered")["fp"]["tempered"] != edited["fp"]["tempered"]
     assert "attnlab.training.attention.base" in first["imports"]
+
+
+def test_its_identity_covers_every_file_the_distribution_installed(tmp_path):
+    """A module the distribution installs outside its package (a top-level helper the score imports) is in its
+    identity: editing it retrains its cells (the distribution's RECORD lists it), and nothing else moves."""
+    site = tmp_path / "site"
+    install(tmp_path, site, helper=0.5)
+    first = fingerprints(site, "tempered", "softmax")
+    install(tmp_path, site, helper=0.75)  # the same version and package, another helper
+    edited = fingerprints(site, "tempered", "softmax")
+    assert edited["fp"]["tempered"] != first["fp"]["tempered"]
+    assert edited["fp"]["softmax"] == first["fp"]["softmax"]
 
 
 def test_an_installed_variant_retrains_with_the_attnlab_code_it_builds_on(tmp_path):
