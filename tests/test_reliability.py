@@ -68,8 +68,16 @@ def same_numbers(a: dict, b: dict, folder_a: Path, folder_b: Path):
     assert _same_param_arrays(folder_a, folder_b), "final parameters differ"
 
 
+def load_params(directory: Path):
+    """A bundle's saved parameters, as Orbax restores what the trainer's save_params wrote (the build reads none:
+    the tests compare them)."""
+    import orbax.checkpoint as ocp
+
+    with ocp.StandardCheckpointer() as checkpointer:
+        return checkpointer.restore(Path(directory).resolve())
+
+
 def _same_param_arrays(folder_a: Path, folder_b: Path) -> bool:
-    from attnlab.training.checkpoint import load_params
     import jax
     leaves_a = jax.tree.leaves(load_params(folder_a / "params"))
     leaves_b = jax.tree.leaves(load_params(folder_b / "params"))
@@ -222,8 +230,6 @@ def test_divergence_stops_the_cell_and_keeps_earlier_metrics(tiny_cfg, corpus_pa
 @pytest.mark.slow
 def test_divergence_mid_run_rolls_back_to_the_last_finite_stop(tiny_cfg, corpus_path, tmp_path):
     import jax
-
-    from attnlab.training.checkpoint import load_params
 
     cfg = copy.deepcopy(tiny_cfg)
     cfg["train"].update(steps=60, eval_every=1, diverge_loss=6.0)  # at LR 0.3 the loss passes 6 after a few steps

@@ -179,7 +179,3 @@ def save_params(directory: Path, params) -> None:
     with ocp.StandardCheckpointer() as checkpointer:
         checkpointer.save(Path(directory).resolve(), params)
 
-
-def load_params(directory: Path, like=None):
-    with ocp.StandardCheckpointer() as checkpointer:
-        return checkpointer.restore(Path(directory).resolve(), like)

@@ -106,10 +106,3 @@ FIGURES = (
 )
 BY_NAME = {figure.name: figure for figure in FIGURES}
 
-
-def figure_of(file_name: str) -> Figure:
-    """The catalog entry that writes `file_name` (a figure's file or poster, e.g. 'reading.gif')."""
-    for figure in FIGURES:
-        if Path(file_name).name in figure.outputs:
-            return figure
-    raise KeyError(f"no figure writes {file_name!r}; the figures are {', '.join(BY_NAME)}")
