@@ -404,7 +404,8 @@ def test_figures_read_only_the_bundles_collection_checked(bundle_copy, tmp_path)
     pd.DataFrame([{"variant": "softmax", "path": str(bundle_copy), "content_sha256": summary["content_sha256"]}]
                  ).to_csv(runs, index=False)
     assert read_table("runs", runs).path.tolist() == [str(bundle_copy)]  # the collected bundle: read
-    swapped = dict(summary, config=dict(summary["config"], train=dict(summary["config"]["train"], steps=1500)))
+    swapped = dict(summary, steps_done=1500,  # another config's whole cell: its steps add up
+                   config=dict(summary["config"], train=dict(summary["config"]["train"], steps=1500)))
     (bundle_copy / BUNDLE_FILE).write_text(json.dumps(sealed(swapped)))
     with pytest.raises(BundleError, match="not the one the tables were collected from.*--forcerun collect_tables"):
         read_table("runs", runs)
