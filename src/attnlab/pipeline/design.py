@@ -49,14 +49,6 @@ class Design:
         """The confidence sequence's mixture precision, tuned to the budget before any seed is seen."""
         return _precision(self.looks[-1], self.alpha)
 
-    def look_of(self, seeds: int) -> int:
-        """The look a build with this many contest seeds per variant has reached (the last look at or below it;
-        the first where it holds fewer)."""
-        return max([k for k, n in enumerate(self.looks) if n <= seeds] or [0])
-
-    def confidence_at(self, seeds: int) -> float:
-        return self.confidences[self.look_of(seeds)]
-
     def reading(self):
         """The context every interval over the contest's seeds is computed in: each over n seeds at the level
         of the look n seeds reached."""

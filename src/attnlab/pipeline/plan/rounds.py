@@ -23,7 +23,6 @@ STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_
 FILE_VERSION = 2  # of a round's decision file (results/rounds/round<r>.json)
 # What a comparison compares, per contest cell (attnlab.pipeline.tables.rounds reads each from the bundle)
 LOSS, LARGEST_SCORE, ENTROPY = "best validation loss", "largest score", "mean normalised entropy"
-ALPHA = design.ALPHA  # the one error rate the build's tables print
 
 
 @dataclass(frozen=True)
@@ -163,9 +162,9 @@ def check_rounds(cfg: dict, source: str = "config") -> None:
         raise ConfigError(f"{where}.max_seeds: {rounds['max_seeds']} leaves no room for a round "
                           f"after the {seeds} seeds of contest.seeds; raise it, or drop "
                           "contest.rounds to train those seeds alone")
-    if float(rounds.get("alpha", ALPHA)) != ALPHA:
+    if float(rounds.get("alpha", design.ALPHA)) != design.ALPHA:
         raise ConfigError(f"{where}.alpha: {rounds['alpha']}: the tables and the ledger read every interval at "
-                          f"{1 - ALPHA:.0%}; set it to {ALPHA:g} or drop the key")
+                          f"{1 - design.ALPHA:.0%}; set it to {design.ALPHA:g} or drop the key")
     named = rounds.get("compare")
     if named:
         unknown = [n for n in named if n not in NAMES]
@@ -182,7 +181,6 @@ def check_rounds(cfg: dict, source: str = "config") -> None:
         raise ConfigError(f"{where}: these variants have no comparison the rule reads (softmax "
                           "with yat or yat_b, a3 with softmax or softmax_t, yat_b_exp with yat_b); drop "
                           "contest.rounds or add the variants")
-
 
 
 def read_decision(path: Path) -> dict:

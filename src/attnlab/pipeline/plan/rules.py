@@ -187,8 +187,10 @@ class Plan:
         stopping after the first that asks for no more seeds (asks the seed_round checkpoints; none without
         contest.rounds)."""
         made = []
+        if not self.rounds:
+            return made
         for index in range(len(self.round_seeds) if through is None else through):
-            if not self.rounds or (made and not made[-1]["next_seeds"]):
+            if made and not made[-1]["next_seeds"]:
                 break
             made.append(rounds.read_decision(self.checkpoints.seed_round.get(round=index).output[0]))
         return made

@@ -63,7 +63,7 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int,
     deciding = {c.name for c in decided_by(cfg)}
     rows = []
     with plan.reading():
-        confidence = plan.confidence_at(len(seeds)) if plan.kind == design.GROUP_SEQUENTIAL else math.nan
+        confidence = statistics.nominal_confidence(len(seeds)) if plan.kind == design.GROUP_SEQUENTIAL else math.nan
         for comparison in comparisons(cfg["variants"]):
             of = values.get(comparison.quantity, {})
             if not of.get(comparison.first) or not of.get(comparison.second):
@@ -86,33 +86,33 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int,
 
 
 def _read(comparison: Comparison, first: dict, second: dict, limit: float) -> dict:
-    """One comparison's estimate, interval and state at this look (inside the design's reading)."""
+    """One comparison's estimate, interval and state at this look (inside the design's reading): by the mean, or
+    for a heavy-tailed quantity by the median; either is decided once its interval holds no threshold."""
     if comparison.median:
         found = sign_test.paired_median(first, second, ratio=comparison.ratio,
                                         confidence=statistics.median_confidence(len(set(first) & set(second))))
-        bounded = math.isfinite(found.low) and math.isfinite(found.high)
-        decided = bounded and not any(found.low <= t <= found.high for t in comparison.thresholds)
-        needed = None if decided else sign_test.verdict(found, comparison.thresholds[0]).seeds_to_resolve
         n, mean, low, high, level = found.n, found.median, found.low, found.high, found.confidence
-        state = DECIDED if decided else UNDECIDED if needed is not None and needed <= limit else (
-            UNDECIDED if found.n < 2 or math.isinf(limit) else OUT_OF_REACH)
+        spread_known = True  # the sign test reads no spread: only the count of seeds on each side
     else:
         estimate = statistics.paired(first, second, ratio=comparison.ratio)
-        bounded = estimate.n >= 2 and math.isfinite(estimate.low) and math.isfinite(estimate.high)
-        decided = bounded and not any(estimate.low <= t <= estimate.high for t in comparison.thresholds)
-        needed = None if decided else statistics.seeds_to_resolve(estimate, *comparison.thresholds)
         n, mean, low, high = estimate.n, estimate.mean, estimate.low, estimate.high
         level = statistics.nominal_confidence(n) if statistics.interval_kind() == "RCI" else math.nan
-        state = DECIDED if decided else _open_state(estimate, needed, limit)
+        spread_known = math.isfinite(estimate.spread)
+    decided = n >= 2 and math.isfinite(low) and math.isfinite(high) and not any(
+        low <= t <= high for t in comparison.thresholds)
+    needed = (None if decided
+              else sign_test.verdict(found, comparison.thresholds[0]).seeds_to_resolve if comparison.median
+              else statistics.seeds_to_resolve(estimate, *comparison.thresholds))
+    state = DECIDED if decided else _open_state(n, spread_known, needed, limit)
     return dict(n=n, mean=_number(mean), low=_number(low), high=_number(high), state=state, level=_number(level),
                 seeds_needed=None if needed is None or math.isinf(needed) else int(needed))
 
 
-def _open_state(estimate: statistics.Estimate, needed: float | None, limit: float) -> str:
+def _open_state(n: int, spread_known: bool, needed: float | None, limit: float) -> str:
     """An undecided comparison: worth another round, or out of the budget's reach at its observed spread (it
     sits on a threshold, or needs more than `limit` seeds). Too few seeds to read a spread from is never out of
     reach; an infinite limit never is."""
-    if estimate.n < 2 or not math.isfinite(estimate.spread) or math.isinf(limit):
+    if n < 2 or not spread_known or math.isinf(limit):
         return UNDECIDED
     return UNDECIDED if needed is not None and needed <= limit else OUT_OF_REACH
 
