@@ -104,7 +104,7 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
                      "contest_lr": c.lr, "contest_lr_choice": c.lr_choice,
                      "contest_delta_vs_softmax": c.delta_vs_softmax,
                      "contest_delta_ci_low": c.delta_ci_low, "contest_delta_ci_high": c.delta_ci_high,
-                     "contest_gap_vs_softmax": c.gap_vs_softmax})
+                     "contest_gap_vs_softmax": c.gap_vs_softmax, "lrs_added": 0, "extend_limit": 0})
     cells = [(v, CONTEST_LR[v], s) for v in VARIANTS for s in SEEDS]
     kernels = [c for c in cells if c[0] in ("yat", "yat_b")]
     layers = range(MODEL["layers"])

@@ -144,12 +144,15 @@ def test_a_model_edit_retrains_every_cell(built, corpus_path):
     with edited(built / "src" / "attnlab" / "training" / "model.py", BEHAVIOUR_EDIT):
         planned = plan(built, corpus=corpus_path)
     cells = planned_cells(planned)
-    # --summary plans what it can see before the select_lr checkpoint reruns: every cell but a3's 'auto'
-    # contest seed, which the rerun checkpoint then adds (its own params changed with the code too).
-    auto_only = {cell for cell in every if cell[0] == "a3" and cell[2] != "0"}
-    assert len(every) == 12 and len(auto_only) == 1  # 8 sweep cells, 4 of them the contest's seed 0; 4 seed 1
+    # --summary plans what it can see before the checkpoints rerun: every cell but a3's 'auto' contest seed
+    # and the LR its sweep added past its grid (sweep.extend), which the rerun extend_sweep and select_lr
+    # checkpoints then add (their inputs change with the code too).
+    grid = {"0.003", "0.01"}
+    auto_only = {cell for cell in every if cell[0] == "a3" and (cell[2] != "0" or cell[1] not in grid)}
+    # 8 sweep cells of the grid, 4 of them the contest's seed 0; a3's added LR; 4 seed 1
+    assert len(every) == 13 and len(auto_only) == 2
     assert cells == every - auto_only
-    assert "select_lr" in planned
+    assert "extend_sweep" in planned
 
 
 @pytest.mark.slow

@@ -47,10 +47,18 @@ def config_file(workspace: Path, name: str = "smoke", **changes) -> Path:
 
 
 class Checkpoints:
-    """What Snakemake's `checkpoints.select_lr.get(variant=...)` gives once the checkpoint ran: its output file."""
+    """What Snakemake's `checkpoints.select_lr.get(variant=...)` gives once the checkpoint ran: its output file;
+    the variant's extend_sweep steps (sweep.extend) ran with it and added no LR."""
 
     def __init__(self, folder: Path, chosen: dict[str, float]):
         self.select_lr, self.folder, self.chosen = self, folder, chosen
+        self.extend_sweep = SimpleNamespace(get=self.step)
+
+    def step(self, variant, step):
+        self.get(variant)  # run (or not) as the variant's select_lr
+        path = self.folder / f"{variant}-step{step}.json"
+        path.write_text(json.dumps({"lrs": [], "next": None}))
+        return SimpleNamespace(output=[str(path)])
 
     def get(self, variant):
         path = self.folder / f"{variant}.json"
@@ -283,6 +291,9 @@ class Written:
 
     def __init__(self, folder: Path, text: str):
         self.select_lr = self.seed_round = self
+        self.extend_sweep = SimpleNamespace(get=lambda variant, step: SimpleNamespace(output=[str(self.no_step)]))
+        self.no_step = folder / "no-step.json"
+        self.no_step.write_text('{"lrs": [], "next": null}')
         self.folder, self.text = folder, text
 
     def get(self, **wildcards):

@@ -11,6 +11,7 @@ rule collect_tables:
         **PLAN.auto_cell_inputs(),
         known=PLAN.known_cells,
         expected=PLAN.expected_runs,
+        settings=PLAN.contest_settings,
     output:
         tables=PLAN.tables,
     log:

@@ -88,3 +88,27 @@ checkpoint select_lr:
         "Choosing {wildcards.variant}'s contest LR from its sweep"
     shell:
         "python -m attnlab.pipeline.tables select-lr --out {output.choice} {input.bundles} > {log} 2>&1"
+
+
+# A sweep that brackets (sweep.extend; attnlab.pipeline.plan.sweep_extension): step k reads the variant's grid and
+# the k LRs added so far, and asks for one more beyond an edge while the best sits there and the limit allows;
+# select_lr reads the cells of every LR the steps added.
+checkpoint extend_sweep:
+    input:
+        bundles=PLAN.step_cells,
+        settings=PLAN.step_settings,
+    output:
+        step=str(paths.SWEEP_STEP_PATTERN),
+    log:
+        str(paths.log("extend_sweep", "{variant}-step{step}")),
+    wildcard_constraints:
+        step=r"\d+",
+    localrule: True
+    params:
+        grid=PLAN.step_config,
+        code=PLAN.pipeline_code("attnlab.pipeline.tables"),
+    message:
+        "Deciding whether {wildcards.variant}'s sweep needs one more LR beyond its grid (step {wildcards.step})"
+    shell:
+        "python -m attnlab.pipeline.tables extend-sweep --grid {params.grid} --step {wildcards.step} "
+        "--out {output.step} {input.bundles} > {log} 2>&1"

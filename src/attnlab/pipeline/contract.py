@@ -90,11 +90,13 @@ _TABLES = (
           ("variant", "lr", "seed", "best_val_loss", "final_val_loss", "diverged", "diverged_step")),
     # The variant at its best sweep LR (lowest mean best_val_loss_select over the sweep seeds, no seed diverged)
     # against the baseline at its own, paired over the sweep seeds on best_val_loss, beside the contest's comparison
-    # (contest_*); interval_note says why a row has no interval.
+    # (contest_*); interval_note says why a row has no interval. lrs_added: the LRs the sweep added beyond the
+    # grid the config gave (sweep.extend, extend_limit: 0 where it may add none), so a best LR still at an edge
+    # with lrs_added = extend_limit > 0 is one the limit stopped.
     Table("best_lr", "collect", "one variant at its best sweep LR",
           ("variant", "best_lr", "lr_edge", "n_sweep_seeds", "best_val_mean") + PAIRED_COLUMNS
           + ("interval_note", "contest_lr", "contest_lr_choice", "contest_delta_vs_softmax", "contest_delta_ci_low",
-             "contest_delta_ci_high", "contest_gap_vs_softmax")),
+             "contest_delta_ci_high", "contest_gap_vs_softmax", "lrs_added", "extend_limit")),
     # Each variant's parameters beside its compute: steps_per_s, the mean over its contest cells;
     # time_vs_softmax, its time per step over the baseline's, paired by contest seed (mean log-ratio), with
     # its 95% interval over the n_timed seeds both have.

@@ -26,6 +26,14 @@ class ContestGrid:
     keys: tuple[CellKey, ...] = ()  # every cell of the contest and of the sweep (a shared cell once in each)
     protocol: str = ""  # the config's name
     rounds_design: dict = field(default_factory=dict)  # seeds added under a design (design.Design.to_json); {}: fixed
+    sweep_extend: int = 0  # how many LRs a sweep may add beyond its grid (sweep.extend)
+    sweep_given: dict[str, tuple[float, ...]] = field(default_factory=dict)  # each grid as the config gave it
+
+    def sweep_added(self, variant: str) -> int:
+        """How many LRs the variant's sweep added beyond the grid the config gave (0 where none may be)."""
+        if variant not in self.sweep_given:
+            return 0
+        return len(set(self.sweep_lrs_of(variant)) - set(self.sweep_given[variant]))
 
     def sweep_lrs_of(self, variant: str) -> list[float]:
         """The LRs one variant's sweep trains, in order (its own list, else the one every variant sweeps)."""
@@ -41,8 +49,13 @@ class ContestGrid:
                 "sweep_lrs_by_variant": {v: list(lrs) for v, lrs in self.sweep_lrs_by_variant.items()},
                 "auto": list(self.auto), "cells": [list(c) for c in self.cells],
                 "keys": [key.to_json() for key in self.keys], "protocol": self.protocol}
-        # only where seeds are added, so a fixed-seed build's collect step keeps its params (and reruns nothing)
-        return {**data, "rounds_design": self.rounds_design} if self.rounds_design else data
+        # only where seeds are added (a sweep extended), so another build's collect step keeps its params
+        if self.rounds_design:
+            data["rounds_design"] = self.rounds_design
+        if self.sweep_extend:
+            data.update(sweep_extend=self.sweep_extend,
+                        sweep_given={v: list(lrs) for v, lrs in self.sweep_given.items()})
+        return data
 
     @classmethod
     def from_json(cls, data: dict) -> "ContestGrid":
@@ -57,7 +70,10 @@ class ContestGrid:
                    cells=tuple((v, float(lr), int(s)) for v, lr, s in data.get("cells") or ()),
                    keys=tuple(CellKey.from_json(k) for k in data.get("keys") or ()),
                    protocol=str(data.get("protocol", "")),
-                   rounds_design=dict(data.get("rounds_design") or {}))
+                   rounds_design=dict(data.get("rounds_design") or {}),
+                   sweep_extend=int(data.get("sweep_extend") or 0),
+                   sweep_given={v: tuple(float(lr) for lr in lrs)
+                                for v, lrs in (data.get("sweep_given") or {}).items()})
 
     @classmethod
     def of(cls, value) -> "ContestGrid":

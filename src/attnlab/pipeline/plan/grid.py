@@ -153,7 +153,8 @@ def contest_lrs(cfg: dict, selected_lr: dict) -> dict[str, float]:
 
 
 def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
-         left_out: frozenset[tuple[str, int]] = frozenset(), design: dict | None = None) -> ContestGrid:
+         left_out: frozenset[tuple[str, int]] = frozenset(), design: dict | None = None,
+         given_sweep: dict | None = None) -> ContestGrid:
     """The contest and the LR sweep as the collect step reads them.
 
     A contest LR of 'auto' resolves through selected_lr (the sweep's best);
@@ -164,7 +165,9 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
     have appears once under each. `left_out`: the (variant, seed) contest cells a round did not train (the
     variants of comparisons already decided: attnlab.pipeline.plan.rounds.left_out); `design`: the contest's
     design as the config declared it (attnlab.pipeline.design), which a config whose contest.seeds a round has
-    grown no longer says.
+    grown no longer says; `given_sweep`: each variant's sweep LRs as the config gave them, where the sweep
+    may add LRs beyond them (sweep.extend; attnlab.pipeline.plan.sweep_extension), so the tables can say
+    how many it added and whether the limit was reached.
     """
     built = Grid({**cfg, "studies": []}, selected_lr)
 
@@ -185,6 +188,9 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
         protocol=cfg["name"],
         rounds_design=(design if design is not None
                        else design_of(cfg).to_json() if cfg["contest"].get("rounds") else {}),
+        sweep_extend=int(cfg["sweep"].get("extend") or 0),
+        sweep_given={v: tuple(float(lr) for lr in lrs) for v, lrs in (given_sweep or studies_mod.sweep_lrs(cfg)).items()
+                     if cfg["contest"]["lr"][v] == AUTO} if cfg["sweep"].get("extend") else {},
     )
 
 

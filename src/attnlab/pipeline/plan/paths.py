@@ -26,6 +26,8 @@ LOGS = RESULTS / "logs"
 CHECKPOINTS = RESULTS / "checkpoints"
 SELECTED_LR = RESULTS / "selected_lr"
 SELECTED_LR_PATTERN = SELECTED_LR / "{variant}.json"
+# A sweep that brackets: each step's decision whether a variant's sweep needs one more LR (sweep.extend)
+SWEEP_STEP_PATTERN = RESULTS / "sweep_steps" / "{variant}" / "step{step}.json"
 ROUNDS = RESULTS / "rounds"  # seeds added until decided: each round's decision (attnlab.pipeline.tables.rounds)
 ROUND_PATTERN = ROUNDS / "round{round}.json"
 CORPUS = RESULTS / "data" / "corpus.txt"

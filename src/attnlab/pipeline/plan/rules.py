@@ -19,6 +19,7 @@ import shlex
 from pathlib import Path
 
 from attnlab.core import fingerprint as code
+from attnlab.core.bundle_format import format_lr
 from attnlab.core import studies as studies_mod
 from attnlab.core.config import AUTO, load_config, to_json
 from attnlab.core.config_types import PACK_MODE_ENV
@@ -29,7 +30,7 @@ from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline import contract, environment
 from attnlab.pipeline.design import design_of
 from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer, rounds
+from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer, rounds, sweep_extension
 from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
@@ -68,8 +69,13 @@ class Plan:
         rounds.check_rounds(self.config, str(self.config_file))
         self.round_seeds = rounds.round_seeds(self.config)
         self.rounds = len(self.round_seeds) > 1
+        # A sweep that brackets (sweep.extend): every LR a variant's sweep may add beyond its grid, known now;
+        # the extend_sweep checkpoints decide which train (attnlab.pipeline.plan.sweep_extension).
+        sweep_extension.check(self.config, str(self.config_file))
+        self.extend = sweep_extension.limit(self.config)
+        self.beyond_grid = sweep_extension.all_candidates(self.config)
         self.packs = packs.partition(Grid(self.config, packs.pending_lrs(self.config)).trained(), self.pack_size) \
-            + self._round_packs() if self.pack_size > 1 else []
+            + self._round_packs() + self._extension_packs() if self.pack_size > 1 else []
         self.studies = self.grid.names()
         self.ladder = LADDER in self.studies
         self.composability = COMPOSABILITY in self.studies
@@ -86,6 +92,14 @@ class Plan:
         self.captions = [str(entry.caption) for entry in self.drawn]
         self._expected: dict[str, str] = {}  # expectation file -> its content
         self.expected_runs = self._expectation(expectation.RUNS, studies_mod.CONTEST, studies_mod.SWEEP)
+        # What the collect step reads of the config (the variants, the contest, the sweep) as a file named by its
+        # digest, as the expectations are: Snakemake compares no params of a job downstream of a checkpoint, so
+        # an edit there (a wider sweep, a sweep.extend, a design) reruns collection by this file's time.
+        self.contest_settings = self._settings(expectation.CONTEST_SETTINGS,
+                                               {key: self.config[key] for key in ("variants", "contest", "sweep")})
+        # each extended sweep's grid and limit, which its extend_sweep steps read, the same way
+        self.sweep_settings = {v: self._settings(f"{expectation.SWEEP_SETTINGS}-{v}", self._step_config(v))
+                               for v in self.beyond_grid}
         self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
         self.build_manifest = str(paths.table("build", "json"))
         self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
@@ -182,6 +196,59 @@ class Plan:
                      for pack in packs.partition(later.bundles(studies_mod.CONTEST), self.pack_size)]
         return made
 
+    # ---- a sweep that brackets (attnlab.pipeline.plan.sweep_extension)
+
+    def _extension_packs(self) -> list[packs.Pack]:
+        """One training pack per LR a sweep may add beyond its grid: its cells at the sweep seeds, named when the
+        Snakefile is read, trained only once an extend_sweep step asks for that LR."""
+        made = []
+        for variant, lrs in self.beyond_grid.items():
+            for lr in lrs:  # named by the LR, so a new limit renames no pack
+                cells = tuple((format_lr(lr), seed) for seed in self.grid.study(studies_mod.SWEEP).seeds)
+                name = f"train_pack_{variant}_runs_beyond_lr{format_lr(lr).replace('.', '_').replace('-', '_')}"
+                made.append(packs.Pack(name, paths.RUNS.name, variant, cells))
+        return made
+
+    def sweep_added(self, variant: str, through: int | None = None) -> list[float]:
+        """The LRs the extend_sweep steps 0..through-1 (all it took, when None) added to a variant's sweep, in
+        order (asks those checkpoints; none where the sweep is not extended)."""
+        if variant not in self.beyond_grid:
+            return []
+        steps = []
+        for index in range(self.extend + 1 if through is None else through):
+            steps.append(sweep_extension.read_step(self.checkpoints.extend_sweep.get(variant=variant, step=index)
+                                                   .output[0]))
+            if steps[-1]["next"] is None:
+                break
+        return sweep_extension.added_lrs(steps)
+
+    def extended_config(self, cfg: dict, variants: list[str] | None = None) -> dict:
+        """`cfg` with the LRs the sweeps of `variants` (default every extended one) added beyond their grids."""
+        names = self.beyond_grid if variants is None else [v for v in variants if v in self.beyond_grid]
+        return sweep_extension.with_sweep_lrs(cfg, {v: self.sweep_added(v) for v in names})
+
+    def _sweep_bundles(self, variant: str, added: list[float]) -> list[str]:
+        cfg = sweep_extension.with_sweep_lrs(self.config, {variant: added})
+        return bundles(key for key in Grid(cfg).bundles(studies_mod.SWEEP) if key.variant == variant)
+
+    def step_cells(self, wildcards) -> list[str]:
+        """The sweep cells extend_sweep's step k reads: the variant's grid and the k LRs the steps before added."""
+        return self._sweep_bundles(wildcards.variant, self.sweep_added(wildcards.variant, int(wildcards.step)))
+
+    def _step_config(self, variant: str) -> dict:
+        return {"lrs": list(studies_mod.sweep_lrs(self.config)[variant]), "limit": self.extend}
+
+    def step_config(self, wildcards) -> str:
+        """What a step reads of the config: the variant's own grid and the limit."""
+        return quoted(self._step_config(wildcards.variant))
+
+    def step_settings(self, wildcards) -> str:
+        """The same as a file named by its digest (a step is downstream of a checkpoint, where Snakemake compares
+        no params): an edit of the grid or the limit reruns the variant's steps by this file's time."""
+        return self.sweep_settings[wildcards.variant]
+
+    # ---- seeds added until decided (attnlab.pipeline.plan.rounds), continued
+
     def decisions(self, through: int | None = None) -> list[dict]:
         """The rounds' decisions the build made, in order, up to round `through` (excluded; all when None),
         stopping after the first that asks for no more seeds (asks the seed_round checkpoints; none without
@@ -200,11 +267,13 @@ class Plan:
         for no more seeds (one round, asking nothing, without contest.rounds)."""
         return len(self.decisions()) if self.rounds else 1
 
-    def decided_config(self) -> dict:
-        """The config with the contest seeds of every round the build trains."""
+    def decided_config(self, variants: list[str] | None = None) -> dict:
+        """The config with the LRs the sweeps of `variants` (default all) added beyond their grids and the contest
+        seeds of every round the build trains."""
+        cfg = self.extended_config(self.config, variants)
         if not self.rounds:
-            return self.config
-        return rounds.with_contest_seeds(self.config, rounds.seeds_through(self.config, self.decided_rounds() - 1))
+            return cfg
+        return rounds.with_contest_seeds(cfg, rounds.seeds_through(self.config, self.decided_rounds() - 1))
 
     def left_out(self, through: int | None = None) -> frozenset:
         """The (variant, seed) contest cells the rounds decided so far leave untrained (rounds.left_out)."""
@@ -238,8 +307,9 @@ class Plan:
         checkpoints have run."""
         known = set(self.known_cells())
         variants = None if variant is None else [variant]
-        cells = Grid(self.decided_config(), self.selected_lrs(variants)).bundles(studies_mod.CONTEST)
-        cells = rounds.trained_keys(cells, self.left_out())
+        decided = Grid(self.decided_config(variants), self.selected_lrs(variants))
+        cells = rounds.trained_keys(decided.bundles(studies_mod.CONTEST), self.left_out())
+        cells += decided.bundles(studies_mod.SWEEP)  # with the LRs the sweep added beyond its grid
         return [b for b in bundles(k for k in cells if variant in (None, k.variant)) if b not in known]
 
     def auto_cell_inputs(self) -> dict:
@@ -268,10 +338,10 @@ class Plan:
         """
         if not any(Path(table).exists() for table in self.tables + self.study_tables + self.ladder_outputs):
             return []
-        chosen = {}
+        chosen, added = {}, {v: self._added_on_disk(v) for v in self.beyond_grid}
         for variant in self.config["variants"]:
             choice = Path(str(paths.SELECTED_LR_PATTERN).format(variant=variant))
-            sweep = bundles(key for key in self.grid.bundles(studies_mod.SWEEP) if key.variant == variant)
+            sweep = self._sweep_bundles(variant, added.get(variant, []))
             if self.config["contest"]["lr"][variant] != AUTO or not choice.is_file():
                 continue
             if not all(Path(b).is_dir() for b in sweep):
@@ -281,10 +351,25 @@ class Plan:
             except ConfigError:
                 continue  # select_lr writes it again, and the checkpoint brings its cells in
         seeds, decided = self._decided_on_disk()
-        cfg = rounds.with_contest_seeds(self.config, seeds) if seeds else self.config
-        cells = (Grid(cfg, chosen) if chosen or seeds else self.grid).trained()
+        cfg = sweep_extension.with_sweep_lrs(self.config, added)
+        cfg = rounds.with_contest_seeds(cfg, seeds) if seeds else cfg
+        cells = (Grid(cfg, chosen) if chosen or seeds or cfg is not self.config else self.grid).trained()
         untrained = rounds.left_out(self.config, decided[:-1]) if decided else frozenset()
         return [b for b in bundles(rounds.trained_keys(cells, untrained)) if not Path(b).exists()]
+
+    def _added_on_disk(self, variant: str) -> list[float]:
+        """The LRs the extend_sweep steps on disk added to a variant's sweep (missing_cells names their bundles
+        too); a step missing or unreadable ends the chain, and its checkpoint brings the rest in."""
+        steps = []
+        for index in range(self.extend + 1):
+            try:
+                steps.append(sweep_extension.read_step(Path(str(paths.SWEEP_STEP_PATTERN).format(
+                    variant=variant, step=index))))
+            except ConfigError:
+                break
+            if steps[-1]["next"] is None:
+                break
+        return sweep_extension.added_lrs(steps)
 
     def _decided_on_disk(self) -> tuple[list[int] | None, list[dict]]:
         """The contest seeds the seed_round decisions on disk say were trained (None without rounds or before
@@ -308,11 +393,13 @@ class Plan:
     def grid_json(self, wildcards=None) -> str:
         """The contest (with every round's seeds) and the sweep as the collect step reads them."""
         declared = design_of(self.config).to_json() if self.rounds else None
-        return quoted(grid(self.decided_config(), self.selected_lrs(), self.left_out(), declared).to_json())
+        return quoted(grid(self.decided_config(), self.selected_lrs(), self.left_out(), declared,
+                           studies_mod.sweep_lrs(self.config)).to_json())
 
     def sweep_cells(self, wildcards) -> list[str]:
-        """A variant's sweep cells, every sweep LR at every sweep seed: the select_lr checkpoint reads them."""
-        return bundles(key for key in self.grid.bundles(studies_mod.SWEEP) if key.variant == wildcards.variant)
+        """A variant's sweep cells, every sweep LR (with those its sweep added beyond the grid) at every sweep
+        seed: the select_lr checkpoint reads them."""
+        return self._sweep_bundles(wildcards.variant, self.sweep_added(wildcards.variant))
 
     # ---- one training cell (train_cell's wildcards: place, variant, lr, seed; a pack rule passes its Pack, which
     # has the place and the variant too)
@@ -392,6 +479,12 @@ class Plan:
 
     def _expectation(self, name: str, *studies: str) -> str:
         content = self.expectation_content(*studies)
+        file = str(expectation.path(name, content))
+        self._expected[file] = content
+        return file
+
+    def _settings(self, name: str, value) -> str:
+        content = to_json(value) + "\n"
         file = str(expectation.path(name, content))
         self._expected[file] = content
         return file

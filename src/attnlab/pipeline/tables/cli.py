@@ -1,4 +1,4 @@
-"""`python -m attnlab.pipeline.tables collect | check | select-lr`: the commands the Snakemake rules run."""
+"""`python -m attnlab.pipeline.tables collect | check | select-lr | extend-sweep`: the commands the rules run."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.io import atomic_write_json
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
 from attnlab.pipeline.tables.collect import collect
-from attnlab.pipeline.tables.select_lr import best_lr
+from attnlab.pipeline.tables.select_lr import best_lr, sweep_step
 from attnlab.pipeline.tables.sweep import CHOSEN_ON
 
 
@@ -30,6 +30,11 @@ def main(argv: list[str] | None = None) -> int:
     s = sub.add_parser("select-lr")
     s.add_argument("--out", required=True, type=Path)
     s.add_argument("bundles", nargs="+", type=Path)
+    e = sub.add_parser("extend-sweep", help="whether a variant's sweep needs one more LR beyond its grid")
+    e.add_argument("--grid", required=True, help='JSON {"lrs": the variant\'s grid as given, "limit": sweep.extend}')
+    e.add_argument("--step", required=True, type=int)
+    e.add_argument("--out", required=True, type=Path)
+    e.add_argument("bundles", nargs="+", type=Path)
     args = parser.parse_args(argv)
     try:
         if args.command == "collect":
@@ -39,6 +44,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "check":
             bundles = check_bundles(args.bundles, read_expected(args.expect))
             print(f"{len(bundles)} bundle(s) were trained with the code and config this grid expects")
+        elif args.command == "extend-sweep":
+            given = json.loads(args.grid)
+            step = sweep_step(args.bundles, given["lrs"], int(given["limit"]), args.step)
+            atomic_write_json(args.out, step)
+            following = "no further LR" if step["next"] is None else f"one more LR, {format_lr(step['next'])}"
+            print(f"{step['variant']}: best {format_lr(step['best'])} of {len(step['lrs'])} LRs ({step['where']}): "
+                  f"{following}")
         else:
             choice = best_lr(args.bundles)
             atomic_write_json(args.out, choice)

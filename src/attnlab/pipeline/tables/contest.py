@@ -109,7 +109,8 @@ def best_lr_table(runs: pd.DataFrame, grid: ContestGrid | dict, contest: pd.Data
         row = {"variant": variant, "best_lr": lr, "lr_edge": grid_edge(grid, variant, lr),
                "n_sweep_seeds": len(losses),
                "best_val_mean": float(np.mean(list(losses.values()))), **paired_columns(losses, base),
-               "interval_note": estimate.reason}
+               "interval_note": estimate.reason, "lrs_added": grid.sweep_added(variant),
+               "extend_limit": grid.sweep_extend if variant in grid.sweep_given else 0}
         if variant in in_contest.index:
             c = in_contest.loc[variant]
             row.update({"contest_lr": float(c.lr), "contest_lr_choice": c.lr_choice,

@@ -1,10 +1,12 @@
-"""The select_lr checkpoint's choice: a variant's best sweep LR, from its sweep bundles."""
+"""The select_lr checkpoint's choice: a variant's best sweep LR, from its sweep bundles; and the extend_sweep
+checkpoint's step, whether that sweep needs one more LR beyond its grid."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError
+from attnlab.pipeline.plan import sweep_extension
 from attnlab.pipeline.tables.runs import load_runs
 from attnlab.pipeline.tables.sweep import best_sweep_lr
 
@@ -17,3 +19,14 @@ def best_lr(bundle_dirs: list[Path]) -> dict:
     if choice is None:
         raise BundleError("every sweep LR had a diverged cell; no learning rate to select (lower the sweep LRs)")
     return {"variant": runs.variant.iloc[0], **choice}
+
+
+def sweep_step(bundle_dirs: list[Path], grid_lrs: list[float], limit: int, step: int) -> dict:
+    """One extend_sweep step: the best LR of the cells read so far and, where it sits at an edge with room
+    left, the LR one grid step past that edge (`next`; null once the best is inside or `limit` LRs were added:
+    attnlab.pipeline.plan.sweep_extension)."""
+    choice = best_lr(bundle_dirs)
+    read = sorted(float(lr) for lr in choice["candidates"])
+    following, where = sweep_extension.next_lr(grid_lrs, read, choice["lr"], limit)
+    return {"variant": choice["variant"], "step": step, "lrs": read, "best": choice["lr"], "where": where,
+            "next": following, "limit": limit}
