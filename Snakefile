@@ -40,6 +40,7 @@ rule all:
         rounds=PLAN.rounds_tables,
         timing=PLAN.step_times,
         missing=PLAN.missing_cells(),
+        asked=PLAN.missing_decisions(),
     localrule: True
 
 
@@ -47,6 +48,8 @@ rule all:
 # whether it ran jobs or had nothing to do (attnlab.pipeline.plan.ending).
 onsuccess:
     PLAN.ending.succeeded()
+    if PLAN.unfinished_rounds():
+        logger.warning(PLAN.unfinished_rounds())
 
 
 onerror:

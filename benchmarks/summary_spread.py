@@ -6,12 +6,14 @@ own. For every variant against softmax, paired by contest seed, this prints the 
 of the per-seed log-ratio of three summaries read from the cells' curves (results/runs/.../curve.csv): the best
 validation loss (the posts' measure and the build's), the mean of the last K evaluations (where a plateau-stopped
 cell sits), and the last evaluation. A summary whose spread is smaller decides a comparison with fewer seeds (the
-seeds needed grow with the spread's square). Reads a built workspace; trains nothing.
+seeds needed grow with the spread's square). Reads a built workspace, or one still training (each variant's
+chosen LR and its finished cells); trains nothing.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import math
 from pathlib import Path
 
@@ -30,12 +32,27 @@ def summaries(curve: pd.DataFrame, last: int) -> dict[str, float]:
     return {"best": float(losses.min()), "last_k_mean": float(losses[-last:].mean()), "last": float(losses[-1])}
 
 
-def cells(workspace: Path, last: int) -> pd.DataFrame:
+def contest_cells(workspace: Path, skip: set[int]) -> list[tuple[str, float, list[int]]]:
+    """(variant, contest LR, seeds) from the contest table; in a build still training, from each select_lr choice
+    and the finished cells at that LR (those with a bundle.json), leaving out the seeds in `skip` (the sweep's)."""
+    table = workspace / "results" / "tables" / "contest.csv"
+    if table.is_file():
+        return [(row.variant, row.lr, seeds_of(row.seeds)) for row in pd.read_csv(table).itertuples()]
+    found = []
+    for choice in sorted((workspace / "results" / "selected_lr").glob("*.json")):
+        lr = json.loads(choice.read_text())["lr"]
+        folder = workspace / "results" / "runs" / choice.stem / f"lr{format_lr(lr)}"
+        seeds = sorted(int(p.parent.name[4:]) for p in folder.glob("seed*/bundle.json"))
+        found.append((choice.stem, lr, [s for s in seeds if s not in skip]))
+    return found
+
+
+def cells(workspace: Path, last: int, skip: set[int] = frozenset()) -> pd.DataFrame:
     """One row per contest cell: variant, seed and each summary (the contest table names the LR and seeds)."""
-    contest = pd.read_csv(workspace / "results" / "tables" / "contest.csv")
     rows = []
-    for row in contest.itertuples():
-        for seed in seeds_of(row.seeds):
+    for variant, lr, seeds in contest_cells(workspace, skip):
+        row = argparse.Namespace(variant=variant, lr=lr)
+        for seed in seeds:
             path = workspace / "results" / "runs" / row.variant / f"lr{format_lr(row.lr)}" / f"seed{seed}" / "curve.csv"
             if path.is_file():
                 rows.append({"variant": row.variant, "seed": seed, **summaries(pd.read_csv(path), last)})
@@ -62,8 +79,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("workspace", nargs="?", default=".", type=Path)
     parser.add_argument("--last", type=int, default=4, help="K: the evaluations the last-K mean reads")
+    parser.add_argument("--skip-seeds", type=int, nargs="*", default=[],
+                        help="seeds left out where no contest table is made yet (the sweep's, which chose the LR)")
     args = parser.parse_args(argv)
-    table = spreads(cells(args.workspace, args.last))
+    table = spreads(cells(args.workspace, args.last, set(args.skip_seeds)))
     print(f"paired log-ratio against {BASELINE}, per contest seed: mean and sd of each summary "
           f"(last_k_mean: the last {args.last} evaluations)")
     print(f"{'variant':10s} {'seeds':>5s} " + " ".join(f"{name + ' mean':>16s} {name + ' sd':>14s}"

@@ -52,25 +52,27 @@ Not-A-Name = tempered_attention.score:TemperedScore
 """
 
 
-def wheel(folder: Path, version: str = "0.1", scale: float = 0.5, helper: float | None = None) -> Path:
+def wheel(folder: Path, version: str = "0.1", scale: float = 0.5, helper: float | None = None,
+          dist: str = "tempered_attention", entry_points: str = ENTRY_POINTS, extra: dict | None = None) -> Path:
     """A pure-Python wheel of the distribution tempered-attention, as a build backend would make it; with
-    `helper`, its scale lives in a top-level module of its own, tempered_helper.py, beside the package."""
-    info = f"tempered_attention-{version}.dist-info"
+    `helper`, its scale lives in a top-level module of its own, tempered_helper.py, beside the package. `dist`
+    names another distribution with the same package, `extra` adds files to it."""
+    info = f"{dist}-{version}.dist-info"
     score = SCORE_MODULE.format(scale=scale)
     if helper is not None:
         score = score.replace(f"SCALE = {scale}", "from tempered_helper import SCALE")
-    files = {"tempered_attention/__init__.py": "", "tempered_attention/score.py": score,
+    files = {f"{dist}/__init__.py": "", f"{dist}/score.py": score, **(extra or {}),
              **({"tempered_helper.py": f"SCALE = {helper}\n"} if helper is not None else {}),
-             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: tempered-attention\nVersion: {version}\n",
+             f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {dist.replace('_', '-')}\nVersion: {version}\n",
              f"{info}/WHEEL": "Wheel-Version: 1.0\nGenerator: attnlab-tests\nRoot-Is-Purelib: true\n"
                               "Tag: py3-none-any\n",
-             f"{info}/entry_points.txt": ENTRY_POINTS}
+             f"{info}/entry_points.txt": entry_points}
     record = []
     for name, text in files.items():
         digest = base64.urlsafe_b64encode(hashlib.sha256(text.encode()).digest()).rstrip(b"=").decode()
         record.append(f"{name},sha256={digest},{len(text.encode())}")
     files[f"{info}/RECORD"] = "\n".join(record + [f"{info}/RECORD,,"]) + "\n"
-    path = folder / f"tempered_attention-{version}-py3-none-any.whl"
+    path = folder / f"{dist}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as archive:
         for name, text in files.items():
             archive.writestr(name, text)
@@ -174,3 +176,58 @@ def test_an_installed_variant_trains_through_the_workflow_and_an_edit_reruns_its
     assert planned.returncode == 0, planned.stderr[-3000:]
     jobs = planned.stdout + planned.stderr
     assert "train_pack_tempered_runs_0" in jobs and "train_pack_softmax_runs_0" not in jobs
+
+
+def refusal(site: Path, *names: str) -> str:
+    """What the config loader says of a config that trains these variants beside softmax ('' when it accepts it)."""
+    code = ("import sys, yaml; from attnlab.core.config import validate_config; from attnlab.core.errors import "
+            "ConfigError; cfg = yaml.safe_load(open(sys.argv[1])); names = sys.argv[2:]; "
+            "cfg.update(variants=['softmax', *names]); "
+            "cfg['contest'] = {'seeds': [0], 'lr': {v: 3e-3 for v in cfg['variants']}}; cfg['sweep']['extend'] = 0\n"
+            "try:\n validate_config(cfg, 'own.yaml')\nexcept ConfigError as err:\n print(err)")
+    result = run(["-c", code, REPO / "config" / "smoke.yaml", *names], env={"PYTHONPATH": site})
+    assert result.returncode == 0, result.stderr[-2000:]
+    return result.stdout.strip()
+
+
+BROKEN = """[attnlab.variants]
+gone = broken_attention.missing:Score
+nameless = broken_attention.score:NoSuchScore
+narrow = broken_attention.narrow:NarrowScore
+wide = broken_attention.narrow:WideScore
+"""
+NARROW = """class NarrowScore:
+    def __init__(self, d_head):
+        self.d_head = d_head
+
+
+class WideScore:
+    def __init__(self, *, d_head, **_):
+        self.d_head = d_head
+"""
+
+
+def test_a_broken_installed_variant_is_refused_before_any_compute(tmp_path):
+    """A missing module, a missing class or a constructor that cannot take the score's keywords is named when the
+    config is read, from the source alone (nothing imported), instead of failing inside its training job."""
+    site = tmp_path / "site"
+    install(tmp_path, site, dist="broken_attention", entry_points=BROKEN,
+            extra={"broken_attention/narrow.py": NARROW})
+    assert "no module broken_attention.missing is installed" in refusal(site, "gone")
+    assert "broken_attention.score has no class NoSuchScore" in refusal(site, "nameless")
+    said = refusal(site, "narrow")
+    assert "NarrowScore.__init__ does not take layers, heads, rngs" in said and "add **_" in said
+    assert refusal(site, "wide") == ""
+
+
+def test_a_name_two_distributions_register_is_left_out_and_said(tmp_path):
+    """Which of two distributions Python finds first is an accident of sys.path: the name is neither one's, and
+    both the registry and a config that names it say so."""
+    site = tmp_path / "site"
+    install(tmp_path, site)
+    install(tmp_path, site, dist="other_tempered", entry_points="[attnlab.variants]\n"
+                                                                "tempered = other_tempered.score:TemperedScore\n")
+    found = fingerprints(site)
+    assert "tempered" not in found["external"]
+    assert "registered by other-tempered and tempered-attention" in found["ignored"]["tempered"]
+    assert "registered by other-tempered and tempered-attention" in refusal(site, "tempered")

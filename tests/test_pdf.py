@@ -232,13 +232,12 @@ def test_a_browser_that_prints_nothing_leaves_the_old_pdf_and_no_temporary_file(
     fake.parent.mkdir()
     fake.write_text("#!/bin/sh\necho 'cannot open display' >&2\nexit 3\n")
     fake.chmod(0o755)
-    monkeypatch.setenv(pdf.BROWSER_ENV, str(fake))
     folder = tmp_path / "writeup"
     folder.mkdir()
     (folder / "writeup.html").write_text("<html><head><title>t</title></head><body>text</body></html>")
     (folder / "writeup.pdf").write_bytes(b"%PDF-1.4 the previous build's")
     with pytest.raises(pdf.PrintError, match="printed no whole PDF.*exit 3.*cannot open display"):
-        pdf.print_pdf(folder / "writeup.html", folder / "writeup.pdf", "a4", browser=pdf.find_browser())
+        pdf.print_pdf(folder / "writeup.html", folder / "writeup.pdf", "a4", browser=str(fake))
     assert (folder / "writeup.pdf").read_bytes() == b"%PDF-1.4 the previous build's"
     assert sorted(p.name for p in folder.iterdir()) == ["writeup.html", "writeup.pdf"]
 
@@ -313,6 +312,7 @@ WHOLE = b"%PDF-1.4\n" + b"3 0 obj <</Type /Page /Parent 2 0 R>> endobj\n" * 100 
     (WHOLE[:3000], "no end-of-file trailer"),
     (b"%PDF-" + b"x" * 24, "no end-of-file trailer"),
     (b"%PDF-1.4\nstartxref\n0\n%%EOF\n", "no page"),
+    (b"%PDF-1.4\n1 0 obj <</Type /Page>> endobj\nstartxref\n0\n%%EOF\n", "points at no cross-reference"),
 ])
 def test_a_cut_short_or_garbage_pdf_is_never_moved_into_place(tmp_path, printed, problem):
     source = tmp_path / "printed.bin"
@@ -373,3 +373,111 @@ def test_the_ending_line_is_said_once_whether_a_hook_ran_or_not(capsys):
         assert said == ("no printer\n" if not (fail or workflow.dryrun or workflow.dag is None) else "")
     Ending("")._at_exit(_Workflow())
     assert capsys.readouterr().out == ""
+
+
+# ---- a reprint never loses the last good PDF, and an interrupted one leaves nothing behind
+
+
+def _chromium_saying_its_version(tmp_path, body: str) -> Path:
+    """A stand-in browser that says it is Chromium when asked its version, and otherwise runs `body`."""
+    return _browser_writing(tmp_path, 'case "$1" in --version) echo "Chromium 131.0"; exit 0;; esac\n' + body)
+
+
+@pytest.mark.parametrize("body, refused", [("exit 0", "is not Chromium or Chrome (`--version` said nothing)"),
+                                           ("echo 'Firefox 128'", "said 'Firefox 128'"), (None, "")])
+def test_a_browser_named_by_the_environment_must_say_it_is_chromium(tmp_path, monkeypatch, body, refused):
+    """/bin/true as $ATTNLAB_CHROMIUM leaves the build without a printer (one line, the build succeeds), as a
+    missing browser does, instead of failing the whole build at its last job."""
+    fake = _chromium_saying_its_version(tmp_path, "exit 0") if body is None else _browser_writing(tmp_path, body)
+    monkeypatch.setenv(pdf.BROWSER_ENV, str(fake))
+    if refused:
+        with pytest.raises(pdf.PrintError, match=re.escape(refused)):
+            pdf.find_browser()
+    else:
+        assert pdf.find_browser() == str(fake)
+
+
+def test_an_interrupted_print_stops_its_browser_and_leaves_the_old_pdf_and_no_temporary_file(tmp_path):
+    child = tmp_path / "child.pid"
+    browser = _chromium_saying_its_version(tmp_path, f'sleep 600 & echo $! > "{child}"; sleep 600')
+    folder = tmp_path / "writeup"
+    folder.mkdir()
+    (folder / "writeup.html").write_text("<html><head><title>t</title></head><body>text</body></html>")
+    (folder / "writeup.pdf").write_bytes(WHOLE)
+    env = {**os.environ, "PYTHONPATH": str(REPO / "src"), pdf.BROWSER_ENV: str(browser)}
+    printing = subprocess.Popen([sys.executable, "-m", "attnlab.pipeline.report.pdf", "--html",
+                                 str(folder / "writeup.html"), "--out", str(folder / "writeup.pdf")], env=env,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(200):
+        if child.exists() and child.read_text().strip():
+            break
+        time.sleep(0.05)
+    printing.terminate()  # what Snakemake does to a job it gives up on
+    printing.communicate(timeout=30)
+    assert printing.returncode != 0
+    assert _gone(int(child.read_text())), "the browser's child outlived the interrupted print"
+    assert sorted(p.name for p in folder.iterdir()) == ["writeup.html", "writeup.pdf"]
+    assert (folder / "writeup.pdf").read_bytes() == WHOLE
+
+
+def test_a_helper_that_escapes_the_browsers_session_does_not_hold_the_print(tmp_path):
+    """A helper in a session of its own keeps the browser's stdout and stderr open after the browser exits: the
+    print reads them from a file, so it returns when the browser does, not when the helper does."""
+    helper = tmp_path / "helper.pid"
+    browser = _browser_writing(tmp_path, f'setsid sleep 600 & echo $! > "{helper}"; exit 0')
+    page = tmp_path / "page.html"
+    page.write_text("<html><head><title>t</title></head><body>text</body></html>")
+    started = time.monotonic()
+    try:
+        with pytest.raises(pdf.PrintError, match="printed no whole PDF"):
+            pdf.print_pdf(page, tmp_path / "page.pdf", "a4", browser=str(browser), timeout=60)
+        assert time.monotonic() - started < 30
+    finally:
+        with_pid = helper.read_text().strip() if helper.exists() else ""
+        if with_pid:
+            subprocess.run(["kill", "-9", with_pid], check=False)
+
+
+def _gone(pid: int) -> bool:
+    """Whether a process has ended (gone, or a zombie waiting for init), within five seconds."""
+    for _ in range(100):
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except FileNotFoundError:
+            return True
+        if "\nState:\tZ" in status:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_the_ending_says_whether_an_earlier_print_is_on_disk_and_still_shows_the_page(tmp_path):
+    from attnlab.pipeline.plan.ending import Ending
+
+    html_file, pdf_file = tmp_path / "writeup.html", tmp_path / "writeup.pdf"
+    html_file.write_text("page")
+    ending = Ending("writeup.pdf was not printed: no Chromium; then run `snakemake writeup_pdf`", html_file, pdf_file)
+    assert ending.line().startswith("writeup.pdf was not printed: no Chromium")
+    pdf_file.write_bytes(WHOLE)
+    os.utime(html_file, (1, 1))
+    assert ending.line().startswith("writeup.pdf is an earlier print of this page and was not printed again")
+    os.utime(pdf_file, (0, 0))
+    assert "an earlier print, older than writeup.html, and was not printed again" in ending.line()
+
+
+@pytest.mark.slow
+def test_a_failed_reprint_keeps_the_last_good_pdf(smoke_workspace, corpus_path, tmp_path):
+    """Snakemake removes a job's outputs before it runs: the rule's PDF is flagged `update`, so a reprint whose
+    browser fails leaves the earlier PDF in place and the build says why, exit status not 0."""
+    from processes import run
+
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    (ws / PDF).write_bytes(WHOLE)
+    older = (ws / HTML).stat().st_mtime - 600
+    os.utime(ws / PDF, (older, older))  # the page is newer: the PDF is reprinted
+    failing = _chromium_saying_its_version(tmp_path, "echo 'cannot open display' >&2; exit 3")
+    env = {"PYTHONPATH": ws / "src", "ATTNLAB_CORPUS": corpus_path, pdf.BROWSER_ENV: str(failing)}
+    asked = run(["-m", "snakemake", "writeup_pdf", "--cores", "1", "--configfile", "config/smoke.yaml"], ws, env)
+    assert asked.returncode != 0 and "cannot open display" in asked.stderr + asked.stdout
+    assert (ws / PDF).read_bytes() == WHOLE
+    assert not [p.name for p in (ws / PDF).parent.iterdir() if p.name.startswith(".")]

@@ -336,3 +336,27 @@ def test_the_rule_that_adds_seeds_numbers_a_round_as_the_plan_trains_it(workspac
     losses = {v: {0: 2.0, 1: 2.1} if v == "softmax" else {0: 2.01, 1: 2.08} for v in plan.config["variants"]}
     decision = rule.decide(losses, given, 0)
     assert decision["next_seeds"] == list(planned.round_seeds(plan.config)[1]) == [3]
+
+
+@pytest.mark.parametrize("asked, named", [([3], True), ([], False)])
+def test_a_round_the_decisions_on_disk_ask_for_and_no_build_made_is_named_by_all(workspace, asked, named):
+    """Snakemake does not make a checkpoint's output that only a rerun checkpoint's new content asks for: the
+    plan names that round's decision as a target of `all` (the next build trains it), and the build that left
+    it says so at its end."""
+    from attnlab.core.bundle_format import sealed
+    from attnlab.pipeline.plan import rounds as planned
+
+    rounds = {"seeds": [0, 1], "rounds": {"max_seeds": 6, "round_size": 1, "reach": None}}
+    plan = Plan(config_file(workspace, "default", contest=rounds), SRC)
+    folder = workspace / paths.ROUNDS
+    folder.mkdir(parents=True)
+    for index, (seeds, following) in enumerate([([0, 1], [2]), ([0, 1, 2], asked)]):
+        decision = {"version": planned.FILE_VERSION, "round": index, "seeds": seeds, "next_seeds": following,
+                    "next_variants": ["softmax", "yat_b"] if following else []}
+        (folder / f"round{index}.json").write_text(json.dumps(sealed(decision)))
+    assert plan.missing_decisions() == [], "before any table is made, the build plans every round as it runs"
+    for table in plan.rounds_tables:
+        Path(table).parent.mkdir(parents=True, exist_ok=True)
+        Path(table).write_text("")
+    assert plan.missing_decisions() == ([str(paths.ROUNDS / "round2.json")] if named else [])
+    assert ("run the build again" in plan.unfinished_rounds()) == named

@@ -19,6 +19,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(p for p in (str(SRC), os.environ.get(
 # Pipeline side only: nothing here loads JAX. Every input, output and param below comes from the plan
 # (attnlab.pipeline.plan.rules), ordinary Python with its own tests.
 from snakemake.cli import parse_config as _snakemake_parse_config  # noqa: E402
+from snakemake.logging import logger  # noqa: E402
 
 from attnlab.core import fingerprint as code  # noqa: E402
 from attnlab.core.errors import ConfigError  # noqa: E402
@@ -54,6 +55,9 @@ except OSError as err:
         ".snakemake/ (Snakemake's own as well): make the workspace writable, or copy it to a writable place"
     ) from None
 config = PLAN.config
+if workflow.is_main_process:
+    for note in PLAN.plugin_notes:
+        logger.warning(note)
 export(PLAN, sys.argv)
 # On a GPU, training jobs claim the resource `gpu` (1 each): allow the card's share of them at once, unless the
 # command line says otherwise (--resources gpu=N).

@@ -103,7 +103,9 @@ rule writeup_pdf:
     input:
         html=str(paths.WRITEUP_HTML),
     output:
-        pdf=str(paths.WRITEUP_PDF),
+        # update: Snakemake neither removes the last good PDF before printing nor keeps a failed one (it puts the
+        # old one back); the printer replaces it only with a whole new PDF.
+        pdf=update(str(paths.WRITEUP_PDF)),
     log:
         str(paths.log("writeup_pdf")),
     localrule: True

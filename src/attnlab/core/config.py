@@ -22,7 +22,7 @@ from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import check_bounds
 from attnlab.core.schema import SCHEMA_NAME, SLICE_SECTIONS, Validator, schema  # noqa: F401  (re-exported)
 from attnlab.core.strict_yaml import parse_yaml
-from attnlab.core.variants import VARIANTS, UnknownVariantError, check_variant
+from attnlab.core.variants import EXTERNAL, VARIANTS, UnknownVariantError, check_variant, plugin_problem
 
 AUTO = "auto"
 MAX_CONFIG_BYTES = 1 << 20  # configs are a few KB of text
@@ -104,6 +104,8 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
                 check_variant(variant)
             except UnknownVariantError as err:
                 problems.append(f"variants: {str(err).replace('unknown attention variant', 'unknown variant')}")
+        elif variant in EXTERNAL and (problem := plugin_problem(variant)):
+            problems.append(f"variants: {problem}")
     problems += _per_variant_problems(cfg["contest"]["lr"], "contest.lr", cfg["variants"],
                                       "no learning rate for {!r}; give a number or 'auto'")
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]

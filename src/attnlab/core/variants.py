@@ -11,8 +11,11 @@ variant retrains nothing else (attnlab.core.fingerprint).
 
 from __future__ import annotations
 
+import ast
+import importlib.util
 import re
 from importlib.metadata import entry_points
+from pathlib import Path
 
 # variant name -> "module:class" of its score function (imported only when a model is built)
 VARIANTS: dict[str, str] = {
@@ -40,8 +43,9 @@ BASELINE = "softmax"  # what every paired comparison is against (the table contr
 #   my_variant = "my_package.my_module:MyScore"
 # joins VARIANTS under that name (a class with the interface of attnlab.training.attention.softmax.SoftmaxScore).
 # EXTERNAL names each such variant's distribution and version; its cells' code fingerprint covers that
-# distribution's files and version (attnlab.core.fingerprint.training_fingerprint). A name that is taken, or is
-# not a variant name, is left out and said in IGNORED.
+# distribution's files and version (attnlab.core.fingerprint.training_fingerprint). A name that is taken, that
+# two distributions register, or that is not a variant name, is left out and said in IGNORED (the build says
+# each one when it plans).
 ENTRY_POINT_GROUP = "attnlab.variants"
 NAME_PATTERN = re.compile(r"^[a-z][a-z0-9_]*$")  # a variant's name: also its folder and its rules' names
 EXTERNAL: dict[str, tuple[str, str]] = {}  # name -> (distribution, version)
@@ -49,9 +53,16 @@ IGNORED: dict[str, str] = {}  # entry point name -> why it is not a variant
 
 
 def _register_installed() -> None:
-    for point in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name):
+    points = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda p: p.name)
+    sources: dict[str, set[str]] = {}
+    for point in points:
+        sources.setdefault(point.name, set()).add(point.dist.name if point.dist else "an unknown distribution")
+    for point in points:
         where = f"{point.value} (from {point.dist.name if point.dist else 'an unknown distribution'})"
-        if point.name in VARIANTS:
+        if len(sources[point.name]) > 1:  # which one Python finds first is an accident of sys.path
+            IGNORED[point.name] = (f"{point.name!r} is registered by {' and '.join(sorted(sources[point.name]))}; "
+                                   "uninstall one, or rename its entry point")
+        elif point.name in VARIANTS:
             IGNORED[point.name] = f"{where}: {point.name!r} is taken by {VARIANTS[point.name]}; rename the entry point"
         elif not NAME_PATTERN.match(point.name):
             IGNORED[point.name] = f"{where}: a variant's name is lower-case letters, digits and _ (a letter first)"
@@ -83,6 +94,59 @@ def check_variant(name: str) -> str:
                                   + (f" (an installed entry point {name!r} was left out: {IGNORED[name]})"
                                      if name in IGNORED else ""))
     return name
+
+
+def plugin_problem(name: str) -> str:
+    """Why an installed variant cannot be built ('' when nothing is seen), read from its source without importing
+    it (the planning never loads JAX, which a score module imports): its module is found, it defines or imports
+    its class, and that class's own __init__, if it has one, takes the keywords every score is built with."""
+    module, cls = VARIANTS[name].split(":")
+    file = _module_file(module)
+    where = f"the installed variant {name!r} ({VARIANTS[name]}, from {EXTERNAL[name][0]})"
+    if file is None:
+        return f"{where}: no module {module} is installed; reinstall its distribution"
+    try:
+        tree = ast.parse(file.read_text(encoding="utf-8"), str(file))
+    except (OSError, UnicodeDecodeError, SyntaxError) as err:
+        return f"{where}: {file} cannot be read as Python ({type(err).__name__}: {err})"
+    found = [node for node in tree.body if isinstance(node, ast.ClassDef) and node.name == cls]
+    imported = any(any((alias.asname or alias.name) == cls for alias in node.names) for node in tree.body
+                   if isinstance(node, (ast.Import, ast.ImportFrom)))
+    assigned = any(any(isinstance(t, ast.Name) and t.id == cls for t in node.targets) for node in tree.body
+                   if isinstance(node, ast.Assign))
+    if not (found or imported or assigned):
+        return f"{where}: {module} has no class {cls}; fix the entry point or the module"
+    init = [node for c in found for node in c.body if isinstance(node, ast.FunctionDef) and node.name == "__init__"]
+    if init:
+        args = init[0].args
+        named = {a.arg for a in args.kwonlyargs + args.args}
+        missing = [] if args.kwarg else [k for k in SCORE_KEYWORDS if k not in named]
+        if missing:
+            return (f"{where}: {cls}.__init__ does not take {', '.join(missing)}; a score is built with the keywords "
+                    f"{', '.join(SCORE_KEYWORDS)} (add **_ for those it does not use)")
+    return ""
+
+
+SCORE_KEYWORDS = ("layers", "heads", "d_head", "rngs")  # what attnlab.training.attention builds every score with
+
+
+def _module_file(module: str) -> Path | None:
+    """The source file of a dotted module, found without importing it or its packages."""
+    parts = module.split(".")
+    try:
+        spec = importlib.util.find_spec(parts[0])  # a top-level name: found, not imported
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    if len(parts) == 1:
+        return Path(spec.origin) if spec.origin and spec.origin.endswith(".py") else None
+    for location in spec.submodule_search_locations or ():
+        base = Path(location, *parts[1:])
+        for file in (base.with_suffix(".py"), base / "__init__.py"):
+            if file.is_file():
+                return file
+    return None
 
 
 def variant_module(name: str) -> str:

@@ -10,11 +10,16 @@ user sees it once per build either way.
 from __future__ import annotations
 
 import atexit
+from pathlib import Path
 
 
 class Ending:
-    def __init__(self, printer_missing: str):
+    """`printer_missing`: why no PDF can be printed ('' when it can). With `html` and `pdf`, the line says whether a
+    PDF from an earlier print is on disk, and whether it still shows the page."""
+
+    def __init__(self, printer_missing: str, html: Path | None = None, pdf: Path | None = None):
         self.printer_missing = printer_missing
+        self.html, self.pdf = html, pdf
         self.hook_ran = False
 
     def succeeded(self) -> None:
@@ -26,7 +31,19 @@ class Ending:
 
     def say(self) -> None:
         if self.printer_missing:
-            print(self.printer_missing)
+            print(self.line())
+
+    def line(self) -> str:
+        """The line as the files stand when the build ends."""
+        if self.pdf is None or not Path(self.pdf).is_file():
+            return self.printer_missing
+        kept = "was not printed again"
+        if self.html is not None and Path(self.html).is_file() \
+                and Path(self.pdf).stat().st_mtime < Path(self.html).stat().st_mtime:
+            kept = f"is an earlier print, older than {Path(self.html).name}, and " + kept
+        else:
+            kept = "is an earlier print of this page and " + kept
+        return self.printer_missing.replace("was not printed", kept, 1)
 
     def at_exit(self, workflow) -> None:
         """Register the exit-time line for the submitting process (`workflow.is_main_process`)."""

@@ -4,7 +4,9 @@ one is (the planning finds GPUs the same way); attnlab.pipeline.report.pdf print
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import subprocess
 
 BROWSER_ENV = "ATTNLAB_CHROMIUM"  # a Chromium or Chrome binary to print with, where none is on PATH
 BROWSERS = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
@@ -23,6 +25,7 @@ def find_browser(environ=os.environ) -> str:
         found = shutil.which(given)
         if not found:
             raise PrintError(f"{BROWSER_ENV}={given} is not an executable; {INSTALL}")
+        check_chromium(found, given)
         return found
     for name in BROWSERS:
         found = shutil.which(name, path=environ.get("PATH"))
@@ -30,3 +33,16 @@ def find_browser(environ=os.environ) -> str:
             return found
     raise PrintError(f"no Chromium to print the writeup to PDF with (looked for {', '.join(BROWSERS)} on PATH): "
                      f"{INSTALL}")
+
+
+def check_chromium(found: str, given: str) -> None:
+    """A browser named by $ATTNLAB_CHROMIUM says it is Chromium or Chrome (`--version`), so a wrong binary
+    (/bin/true) leaves the build without a printer, as a missing one does, instead of failing its last job."""
+    try:
+        said = subprocess.run([found, "--version"], capture_output=True, text=True, errors="replace", timeout=30)
+        words = (said.stdout + said.stderr).strip()
+    except (OSError, subprocess.TimeoutExpired) as err:
+        raise PrintError(f"{BROWSER_ENV}={given} did not say its version ({type(err).__name__}); {INSTALL}") from None
+    if said.returncode != 0 or not re.search(r"chrom", words, re.I):
+        shown = repr(words.splitlines()[0][:80]) if words else "nothing"
+        raise PrintError(f"{BROWSER_ENV}={given} is not Chromium or Chrome (`--version` said {shown}); {INSTALL}")

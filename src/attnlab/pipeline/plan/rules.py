@@ -21,6 +21,7 @@ from pathlib import Path
 from attnlab.core import fingerprint as code
 from attnlab.core.bundle_format import format_lr
 from attnlab.core import studies as studies_mod
+from attnlab.core import variants as variants_mod
 from attnlab.core.config import AUTO, load_config, to_json
 from attnlab.core.config_types import PACK_MODE_ENV
 from attnlab.core.packages import installed_versions
@@ -133,7 +134,11 @@ class Plan:
             self.printer_missing = (f"writeup.pdf was not printed: {err}; then run `snakemake writeup_pdf` "
                                     "(the target before any --configfile; writeup.html is made either way)")
         self.printed_writeup = [] if self.printer_missing else [str(paths.WRITEUP_PDF)]
-        self.ending = ending.Ending(self.printer_missing)
+        # Installed entry points the registry left out (a taken name, one two distributions register): said when
+        # the build plans, never dropped without a word.
+        self.plugin_notes = [f"an installed attnlab.variants entry point was left out: {why}"
+                             for why in variants_mod.IGNORED.values()]
+        self.ending = ending.Ending(self.printer_missing, paths.WRITEUP_HTML, paths.WRITEUP_PDF)
         if self.gpus:
             # one cell must fit its job's share; a vmapped pack trains as many at once as fit (training.lockstep)
             check_device_memory(self.config, self.gpus[0], self.jobs_per_gpu)
@@ -356,6 +361,31 @@ class Plan:
         cells = (Grid(cfg, chosen) if chosen or seeds or cfg is not self.config else self.grid).trained()
         untrained = rounds.left_out(self.config, decided[:-1]) if decided else frozenset()
         return [b for b in bundles(rounds.trained_keys(cells, untrained)) if not Path(b).exists()]
+
+    def missing_decisions(self) -> list[str]:
+        """The decision of the round the decisions on disk ask for, when no build made it: `all` names it.
+
+        Snakemake does not make a checkpoint's missing output that only a rerun checkpoint's new content asks for
+        (a build whose raised seed budget reran the earlier decisions ends with the round they now ask for
+        untrained, and its tables as they were). Named as a target, that round's decision is made, its cells
+        are trained and every table that reads the rounds is made again; `unfinished_rounds` says it at the end
+        of the build that left it.
+        """
+        if not self.rounds or not any(Path(t).exists() for t in self.rounds_tables):
+            return []
+        _, decided = self._decided_on_disk()
+        if not decided or not decided[-1]["next_seeds"] or len(decided) >= len(self.round_seeds):
+            return []
+        asked = Path(str(paths.ROUND_PATTERN).format(round=len(decided)))
+        return [] if asked.exists() else [str(asked)]
+
+    def unfinished_rounds(self) -> str:
+        """The line a build ends with when its decisions ask for a round it did not train ('' otherwise)."""
+        missing = self.missing_decisions()
+        if not missing:
+            return ""
+        return (f"the seed rounds' decisions changed during this build and ask for a round it did not train "
+                f"({missing[0]} is not made yet): run the build again to train it and refresh the tables")
 
     def _added_on_disk(self, variant: str) -> list[float]:
         """The LRs the extend_sweep steps on disk added to a variant's sweep (missing_cells names their bundles

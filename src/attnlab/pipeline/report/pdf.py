@@ -9,8 +9,12 @@ text column; this module adds the page box: the paper size the config names
 "page n of N" at its foot (CSS @page margin boxes, which Chromium prints since
 version 131). The HTML is printed from a copy beside it, so its relative links
 resolve as they do on screen, and the PDF is written whole: to a temporary file
-renamed into place once Chromium has finished. Without a browser, or when it
-prints nothing, the command stops with one line that says why and what to do.
+renamed into place once Chromium has finished, so a print that fails, hangs or
+is interrupted leaves the last good PDF as it was (the rule flags its output
+`update`, so Snakemake neither removes it first nor keeps a failed one). An
+interrupted print stops the browser with every process it started and removes
+its temporary files. Without a browser, or when it prints nothing, the command
+stops with one line that says why and what to do.
 """
 
 from __future__ import annotations
@@ -111,18 +115,29 @@ def print_pdf(html_path: Path, out: Path, paper: str = "a4", browser: str | None
 
 
 def _run_browser(command: list, browser: str, html_path: Path, timeout: float) -> tuple[int, str]:
-    """Run the browser in a process group of its own, so that a browser that hangs is stopped with every process
-    it started (Chromium's renderer and GPU helpers), none left orphaned."""
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               start_new_session=True)
-    try:
-        _, stderr = process.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, signal.SIGKILL)
-        process.communicate()
-        raise PrintError(f"{browser} did not finish printing {html_path} within {timeout:.0f} s") from None
-    return process.returncode, stderr
+    """Run the browser in a process group of its own, so that a browser that hangs, or a print that is
+    interrupted, is stopped with every process it started (Chromium's renderer and GPU helpers), none left
+    orphaned. Its output goes to a file, not a pipe: a helper that escaped to a session of its own would hold a
+    pipe open, and the print with it, past its timeout."""
+    with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as said:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            _stop(process)
+            raise PrintError(f"{browser} did not finish printing {html_path} within {timeout:.0f} s") from None
+        except BaseException:  # interrupted (Ctrl-C, or the SIGTERM main turns into SystemExit)
+            _stop(process)
+            raise
+        said.seek(0)
+        return process.returncode, said.read()
+
+
+def _stop(process: subprocess.Popen) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
 
 
 def pdf_problem(path: Path) -> str:
@@ -138,6 +153,12 @@ def pdf_problem(path: Path) -> str:
         return "no end-of-file trailer: the file is cut short"
     if not re.search(rb"/Type\s*/Page(?!s)", data):
         return "no page"
+    # The trailer's startxref names where the cross-reference table (or stream) starts: a few bytes that only
+    # look like a PDF point nowhere.
+    offsets = re.findall(rb"startxref\s+(\d+)\s+%%EOF", data[-1024:])
+    at = int(offsets[-1]) if offsets else -1
+    if not 0 < at < len(data) or not re.match(rb"xref\b|\d+\s+\d+\s+obj\b", data[at:at + 32]):
+        return "its trailer points at no cross-reference table"
     return ""
 
 
@@ -156,6 +177,9 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true",
                         help="only check that a browser to print with is installed, and say which")
     args = parser.parse_args(argv)
+    # Snakemake stops a job it gives up on with SIGTERM: as SystemExit, the print's cleanup runs and its browser
+    # is stopped (a signal's default would leave both behind).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     try:
         if args.check:
             print(f"printing with {find_browser()}")
