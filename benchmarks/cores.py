@@ -21,7 +21,7 @@ For each it prints steps per second per job, combined, and the busy threads
 `--repeats` timed runs, every job's runs taken while all the others train.
 `--unfixed-pool` leaves the pool unset, as builds before the fixed pool ran:
 XLA then sizes it by the CPUs the process may use, a lone job keeps more than
-one CPU busy, and yat_b's numbers move with the CPU count (docs/performance.md).
+one CPU busy, and yat_b's numbers move with the CPU count (docs/running.md).
 """
 
 from __future__ import annotations

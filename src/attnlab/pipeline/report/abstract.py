@@ -17,7 +17,7 @@ from attnlab.pipeline.report import build
 from attnlab.pipeline.formatting import difference, finite, plural
 from attnlab.pipeline.report.ledger import POSTS, SURVIVES, posts_claims, reference_number, sources, tally, verdict_kind
 
-# What each variant computes, in words (the README's table says the same).
+# What each variant computes, in words (docs/variants.md's table says the same).
 VARIANTS = {
     "softmax": "`softmax(q·k/√d)` over the causal window, the baseline",
     "yat": "the Yat kernel `κ = (q·k)² / (‖q−k‖² + 1)`, normalised by its row mass `Σκ`; no exponential, "
