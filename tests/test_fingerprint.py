@@ -17,6 +17,18 @@ import pytest
 from attnlab.core import fingerprint
 from conftest import REPO
 
+
+def dynamic_imports(module: str, src) -> list[int]:
+    """Lines of `module` the fingerprint's scan found importing a module whose name is computed at run time."""
+    return list(fingerprint._facts(module, fingerprint.module_file(module, src))["dynamic"])
+
+
+def data_files(module: str, src) -> dict:
+    """The package data files the fingerprint's scan finds `module` naming: {name in the digest: file}."""
+    path = fingerprint.module_file(module, src)
+    return fingerprint._named_data_files(module, path, src, fingerprint._facts(module, path),
+                                         fingerprint._package_files(src))
+
 MODULES = {
     "attnlab/__init__.py": "",
     "attnlab/top.py": '"""Top."""\nfrom attnlab import helper\n\n\ndef run():\n    return helper.twice(2)\n',
@@ -214,7 +226,7 @@ def test_relative_imports_in_a_package_init_resolve_inside_that_package(src):
 def test_a_string_import_of_a_literal_name_is_followed(src, call):
     add(src, {"attnlab/loader.py": f"import importlib\n\n\ndef load():\n    return {call}\n"})
     assert "attnlab.helper" in fingerprint.closure("attnlab.loader", src=src)
-    assert fingerprint.dynamic_imports("attnlab.loader", src=src) == []
+    assert dynamic_imports("attnlab.loader", src=src) == []
     before = fp(src, "attnlab.loader")
     edit(src / "attnlab/helper.py", MODULES["attnlab/helper.py"].replace("2 * x", "3 * x"))
     assert fp(src, "attnlab.loader") != before
@@ -222,7 +234,7 @@ def test_a_string_import_of_a_literal_name_is_followed(src, call):
 
 def test_a_string_import_of_a_computed_name_is_reported(src):
     add(src, {"attnlab/loader.py": "import importlib\n\n\ndef load(name):\n    return importlib.import_module(name)\n"})
-    assert fingerprint.dynamic_imports("attnlab.loader", src=src) == [5]
+    assert dynamic_imports("attnlab.loader", src=src) == [5]
 
 
 def test_only_the_variant_registry_imports_computed_names():
@@ -230,7 +242,7 @@ def test_only_the_variant_registry_imports_computed_names():
     src = REPO / "src"
     modules = ["attnlab"] + sorted(m.name for m in pkgutil.walk_packages([str(src / "attnlab")], "attnlab."))
     assert len(modules) > 40
-    dynamic = {m: lines for m in modules if (lines := fingerprint.dynamic_imports(m, src=src))}
+    dynamic = {m: lines for m in modules if (lines := dynamic_imports(m, src=src))}
     assert set(dynamic) == {"attnlab.training.attention"}, dynamic
 
 
@@ -243,7 +255,7 @@ def test_a_json_file_the_code_reads_counts_by_its_content(src):
                                    "def weights():\n"
                                    "    return json.loads((Path(__file__).parent / 'weights.json').read_text())\n"})
     before = fp(src, "attnlab.reader")
-    assert fingerprint.data_files("attnlab.reader", src=src) == {"weights.json": src / "attnlab/weights.json"}
+    assert data_files("attnlab.reader", src=src) == {"weights.json": src / "attnlab/weights.json"}
     edit(src / "attnlab/weights.json", '{\n  "b": [1, 2],\n  "a": 1\n}\n')  # layout and key order only
     assert fp(src, "attnlab.reader") == before
     edit(src / "attnlab/weights.json", '{"a": 2, "b": [1, 2]}\n')
@@ -276,7 +288,7 @@ def test_every_data_file_in_the_package_is_named_by_its_code():
     """A data file read through a computed name would be invisible to the fingerprint: there is none."""
     src = REPO / "src"
     modules = ["attnlab"] + sorted(m.name for m in pkgutil.walk_packages([str(src / "attnlab")], "attnlab."))
-    named = {file for m in modules for file in fingerprint.data_files(m, src=src).values()}
+    named = {file for m in modules for file in data_files(m, src=src).values()}
     on_disk = {p for p in (src / "attnlab").rglob("*") if p.is_file() and "__pycache__" not in p.parts
                and p.suffix not in fingerprint.SOURCE_SUFFIXES}
     assert on_disk and on_disk <= named, on_disk - named

@@ -19,6 +19,7 @@ import yaml
 from attnlab.core.errors import ConfigError
 from attnlab.core.studies import CONTEST, SWEEP
 from attnlab.pipeline import contract
+from attnlab.pipeline.design import design_of
 from attnlab.pipeline.plan import device, expectation, paths
 from attnlab.pipeline.plan.rules import Plan
 from conftest import REPO
@@ -352,7 +353,8 @@ def test_a_round_the_decisions_on_disk_ask_for_and_no_build_made_is_named_by_all
     folder.mkdir(parents=True)
     for index, (seeds, following) in enumerate([([0, 1], [2]), ([0, 1, 2], asked)]):
         decision = {"version": planned.FILE_VERSION, "round": index, "seeds": seeds, "next_seeds": following,
-                    "next_variants": ["softmax", "yat_b"] if following else []}
+                    "next_variants": ["softmax", "yat_b"] if following else [],
+                    "design": design_of(plan.config).to_json()}
         (folder / f"round{index}.json").write_text(json.dumps(sealed(decision)))
     assert plan.missing_decisions() == [], "before any table is made, the build plans every round as it runs"
     for table in plan.rounds_tables:
@@ -360,3 +362,23 @@ def test_a_round_the_decisions_on_disk_ask_for_and_no_build_made_is_named_by_all
         Path(table).write_text("")
     assert plan.missing_decisions() == ([str(paths.ROUNDS / "round2.json")] if named else [])
     assert ("run the build again" in plan.unfinished_rounds()) == named
+
+
+def test_a_decision_left_from_another_design_is_refused_by_name(workspace):
+    """A later round's decision that no rule reran after the design changed (Snakemake compares no params
+    downstream of a checkpoint) is not read as this design's: the plan names it and says what to do."""
+    from attnlab.core.bundle_format import sealed
+    from attnlab.pipeline.plan import rounds as planned
+
+    def with_budget(budget):
+        rounds = {"seeds": [0, 1], "rounds": {"max_seeds": budget, "round_size": 1, "reach": None}}
+        return Plan(config_file(workspace, "default", contest=rounds), SRC, Written(workspace, ""))
+
+    old, new = with_budget(4), with_budget(6)
+    decision = {"version": planned.FILE_VERSION, "round": 0, "seeds": [0, 1], "next_seeds": [2],
+                "next_variants": ["softmax", "yat_b"], "design": design_of(old.config).to_json()}
+    new.checkpoints.text = old.checkpoints.text = json.dumps(sealed(decision))
+    assert old.decisions(1)[0]["next_seeds"] == [2]
+    with pytest.raises(ConfigError, match=r"0\.json: a decision made under another design.*remove it and every "
+                                          r"later round's decision"):
+        new.decisions(1)

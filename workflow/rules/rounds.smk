@@ -9,6 +9,7 @@ checkpoint seed_round:
     input:
         bundles=PLAN.round_cells,
         expected=PLAN.expected_runs,
+        settings=PLAN.rounds_settings_file,
     output:
         decision=str(paths.ROUND_PATTERN),
     log:

@@ -75,17 +75,6 @@ def imported_modules(module: str, src: Path = SRC) -> set[str]:
     return set(_existing(tuple(_facts(module, path)["imports"]), str(src)))
 
 
-def dynamic_imports(module: str, src: Path = SRC) -> list[int]:
-    """Lines of `module` that import a module whose name is computed at run time (which no scan can follow)."""
-    return list(_facts(module, module_file(module, src))["dynamic"])
-
-
-def data_files(module: str, src: Path = SRC) -> dict[str, Path]:
-    """The package data files `module` names: {name in the digest: file}."""
-    path = module_file(module, src)
-    return _named_data_files(module, path, Path(src), _facts(module, path), _package_files(Path(src)))
-
-
 @lru_cache(maxsize=None)
 def _existing(names: tuple[str, ...], src: str) -> frozenset[str]:
     """The names that are attnlab modules or packages (not names defined inside one)."""

@@ -28,6 +28,7 @@ from attnlab.core.io import atomic_write_text
 EXPECTED = Path(".snakemake") / "attnlab" / "expected"
 RUNS = "runs"  # the contest's and the sweep's expectation; a study's is named by the study
 CONTEST_SETTINGS = "contest-settings"  # what collection reads of the config (no study name has a hyphen)
+ROUNDS_SETTINGS = "rounds-settings"  # what the seed_round rule reads (the variants, contest, sweep, studies' seeds)
 SWEEP_SETTINGS = "sweep-settings"  # what one variant's extend_sweep steps read (its grid and sweep.extend)
 DIGEST_CHARS = 20
 

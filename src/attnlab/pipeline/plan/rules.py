@@ -98,6 +98,9 @@ class Plan:
         # an edit there (a wider sweep, a sweep.extend, a design) reruns collection by this file's time.
         self.contest_settings = self._settings(expectation.CONTEST_SETTINGS,
                                                {key: self.config[key] for key in ("variants", "contest", "sweep")})
+        # what the seed_round rule reads of the config (the design, the seeds), the same way
+        self.rounds_settings = self._settings(expectation.ROUNDS_SETTINGS, self._rounds_config()) \
+            if self.rounds else ""
         # each extended sweep's grid and limit, which its extend_sweep steps read, the same way
         self.sweep_settings = {v: self._settings(f"{expectation.SWEEP_SETTINGS}-{v}", self._step_config(v))
                                for v in self.beyond_grid}
@@ -264,8 +267,20 @@ class Plan:
         for index in range(len(self.round_seeds) if through is None else through):
             if made and not made[-1]["next_seeds"]:
                 break
-            made.append(rounds.read_decision(self.checkpoints.seed_round.get(round=index).output[0]))
+            path = self.checkpoints.seed_round.get(round=index).output[0]
+            made.append(self._current(rounds.read_decision(path), index, path))
         return made
+
+    def _current(self, decision: dict, index: int, path) -> dict:
+        """A decision made under this config's design and at the seeds its round trains, else a refusal naming it
+        (a later round's decision left from a build of another design, which no rule reran)."""
+        design = design_of(self.config).to_json()
+        seeds = rounds.seeds_through(self.config, index)
+        if decision.get("design") != design or [int(s) for s in decision["seeds"]] != seeds:
+            raise ConfigError(f"{path}: a decision made under another design or seeds than this config's "
+                              f"(round {index}: seeds {decision['seeds']}, this config's {seeds}); remove it and "
+                              "every later round's decision, and build again")
+        return decision
 
     def decided_rounds(self) -> int:
         """How many rounds the build trains: it reads each seed_round checkpoint's output in turn until one asks
@@ -297,11 +312,19 @@ class Plan:
             return []
         return [str(paths.ROUND_PATTERN).format(round=index) for index in range(self.decided_rounds())]
 
+    def _rounds_config(self) -> dict:
+        studies = [{"seeds": entry["seeds"]} for entry in self.config.get("studies") or () if entry.get("seeds")]
+        return {**{key: self.config[key] for key in ("variants", "contest", "sweep")}, "studies": studies}
+
     def rounds_config(self, wildcards=None) -> str:
         """What the rule reads of the config: the variants, the contest, the sweep and the seeds of the config's
-        studies, which the rounds' seeds skip (a param: an edit reruns it)."""
-        studies = [{"seeds": entry["seeds"]} for entry in self.config.get("studies") or () if entry.get("seeds")]
-        return quoted({**{key: self.config[key] for key in ("variants", "contest", "sweep")}, "studies": studies})
+        studies, which the rounds' seeds skip."""
+        return quoted(self._rounds_config())
+
+    def rounds_settings_file(self, wildcards=None) -> str:
+        """The same as a file named by its digest: the seed_round rule is downstream of the select_lr checkpoints
+        where the LRs are 'auto', and Snakemake compares no params there, so an edit reruns it by this file's time."""
+        return self.rounds_settings
 
     def known_cells(self, wildcards=None) -> list[str]:
         """Contest and sweep cells whose LR is known before any training: the sweep and the fixed-LR contest."""
@@ -410,7 +433,8 @@ class Plan:
         seeds, decided = None, []
         for index in range(len(self.round_seeds)):
             try:
-                decision = rounds.read_decision(Path(str(paths.ROUND_PATTERN).format(round=index)))
+                path = Path(str(paths.ROUND_PATTERN).format(round=index))
+                decision = self._current(rounds.read_decision(path), index, path)
                 trained, asked = [int(s) for s in decision["seeds"]], decision["next_seeds"]
             except (ConfigError, ValueError, TypeError):
                 break  # the checkpoint writes it again, and brings its cells in
