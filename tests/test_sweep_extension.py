@@ -162,3 +162,16 @@ def test_an_edit_of_the_sweep_names_new_settings_files_so_steps_and_collection_r
     one.write_expectations()
     assert json.loads(Path(one.sweep_settings["a3"]).read_text()) == {"lrs": [3e-3, 1e-2], "limit": 1}
     assert one.step_settings(SimpleNamespace(variant="a3")) == one.sweep_settings["a3"]
+
+
+def test_the_best_lr_table_says_where_each_best_sits_and_what_the_sweep_added():
+    from attnlab.pipeline.tables.display import where_best
+
+    def row(lr, edge, added, limit):
+        return SimpleNamespace(best_lr=lr, lr_edge=edge, lrs_added=added, extend_limit=limit)
+
+    assert where_best(row(1e-2, "", 0, 0)) == "0.01"
+    assert where_best(row(1e-2, "highest", 0, 0)) == "0.01 (highest of its sweep)"
+    assert where_best(row(3e-2, "", 1, 2)) == "0.03 (1 LR added past its grid)"
+    assert where_best(row(9e-2, "highest", 2, 2)) == "0.09 (highest of its sweep after 2 LRs added past its grid, " \
+                                                     "the limit)"

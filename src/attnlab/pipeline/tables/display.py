@@ -103,7 +103,7 @@ def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
 
     return pd.DataFrame({
         "variant": best.variant,
-        "best sweep LR": best.best_lr.map(lr_text),
+        "best sweep LR": [where_best(r) for r in best.itertuples()],
         "sweep seeds": best.n_sweep_seeds.astype(int),
         f"− {BASELINE} at the best LRs (nats) [{LEVEL} interval], gap": [
             cell(r.variant, r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high, r.gap_vs_softmax)
@@ -113,6 +113,23 @@ def best_lr_display(best: pd.DataFrame) -> pd.DataFrame:
             cell(r.variant, r.contest_delta_vs_softmax, r.contest_delta_ci_low, r.contest_delta_ci_high,
                  r.contest_gap_vs_softmax) for r in best.itertuples()],
     })
+
+
+def where_best(row) -> str:
+    """A best sweep LR with where it sits: at an edge of its sweep (a better LR may lie beyond it), and how many
+    LRs the sweep added past its grid (sweep.extend), the limit said where it stopped the sweep."""
+    added = getattr(row, "lrs_added", 0)
+    added = int(added) if pd.notna(added) else 0
+    limit = getattr(row, "extend_limit", 0)
+    limit = int(limit) if pd.notna(limit) else 0
+    edge = getattr(row, "lr_edge", "")
+    extended = f"{added} LR{'s' * (added > 1)} added past its grid" if added else ""
+    if isinstance(edge, str) and edge:
+        note = f"{edge} of its sweep" + (f" after {extended}" if extended else "")
+        note += ", the limit" if limit and added >= limit else ""
+    else:
+        note = extended
+    return lr_text(row.best_lr) + (f" ({note})" if note else "")
 
 
 def params_display(params: pd.DataFrame) -> pd.DataFrame:
