@@ -105,19 +105,22 @@ def inside_grid(t, variants) -> Condition:
         if v in best.index and "lr_edge" in best and isinstance(best.loc[v, "lr_edge"], str) and best.loc[v, "lr_edge"]:
             edge = best.loc[v, "lr_edge"]
             where = "the only LR of its sweep" if edge == "only" else f"the {edge} LR of its sweep grid"
-            added, limit = (int(best.loc[v, c]) if c in best and pd.notna(best.loc[v, c]) else 0
-                            for c in ("lrs_added", "extend_limit"))
+            added, limit = _count(best, v, "lrs_added"), _count(best, v, "extend_limit")
             if limit and added >= limit:
                 where += f", which its sweep extended by {added} LR{'s' * (added > 1)}, the limit (sweep.extend)"
             edges.append(f"{v}'s best {lr_text(best.loc[v, 'best_lr'])} is {where}")
     if edges:
         return Condition(INSIDE_GRID, False, "; ".join(edges) + ": a better LR may lie beyond it")
-    added = {v: int(best.loc[v, "lrs_added"]) for v in variants if v in best.index and "lrs_added" in best
-             and pd.notna(best.loc[v, "lrs_added"]) and int(best.loc[v, "lrs_added"])}
+    added = {v: _count(best, v, "lrs_added") for v in variants if v in best.index}
     extended = "; ".join(f"{v}'s sweep extended by {n} LR{'s' * (n > 1)} past its grid's edge"
-                         for v, n in added.items())
+                         for v, n in added.items() if n)
     return Condition(INSIDE_GRID, True, "every best LR has sweep LRs on both sides"
                      + (f" ({extended})" if extended else ""))
+
+
+def _count(best: pd.DataFrame, variant: str, column: str) -> int:
+    """A count of best_lr.csv's (lrs_added, extend_limit), 0 where the table has none (one made before them)."""
+    return int(best.loc[variant, column]) if column in best and pd.notna(best.loc[variant, column]) else 0
 
 
 def plateau(t, variants, cells="contest") -> Condition:

@@ -175,6 +175,8 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
         return [key for key in keys if (key.variant, key.seed) not in left_out]
 
     cells = {(key.variant, key.lr_value, key.seed) for key in kept(built.trained())}
+    auto = tuple(v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO)
+    given = given_sweep or studies_mod.sweep_lrs(cfg)
     return ContestGrid(
         variants=tuple(cfg["variants"]),
         contest_lr=dict(built.contest_lr),
@@ -182,15 +184,14 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
         sweep_seeds=tuple(sweep_seeds(cfg)),
         sweep_lrs=tuple(studies_mod.all_sweep_lrs(cfg)),
         sweep_lrs_by_variant={v: tuple(lrs) for v, lrs in studies_mod.sweep_lrs(cfg).items()},
-        auto=tuple(v for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO),
+        auto=auto,
         cells=tuple(sorted(cells)),
         keys=tuple(key for name in studies_mod.BUILT_IN for key in kept(built.cells(name))),
         protocol=cfg["name"],
         rounds_design=(design if design is not None
                        else design_of(cfg).to_json() if cfg["contest"].get("rounds") else {}),
         sweep_extend=int(cfg["sweep"].get("extend") or 0),
-        sweep_given={v: tuple(float(lr) for lr in lrs) for v, lrs in (given_sweep or studies_mod.sweep_lrs(cfg)).items()
-                     if cfg["contest"]["lr"][v] == AUTO} if cfg["sweep"].get("extend") else {},
+        sweep_given={v: tuple(float(lr) for lr in given[v]) for v in auto} if cfg["sweep"].get("extend") else {},
     )
 
 

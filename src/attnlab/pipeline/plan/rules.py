@@ -222,13 +222,10 @@ class Plan:
         order (asks those checkpoints; none where the sweep is not extended)."""
         if variant not in self.beyond_grid:
             return []
-        steps = []
-        for index in range(self.extend + 1 if through is None else through):
-            steps.append(sweep_extension.read_step(self.checkpoints.extend_sweep.get(variant=variant, step=index)
-                                                   .output[0]))
-            if steps[-1]["next"] is None:
-                break
-        return sweep_extension.added_lrs(steps)
+        return sweep_extension.added_lrs(sweep_extension.chain(
+            lambda index: sweep_extension.read_step(self.checkpoints.extend_sweep.get(variant=variant, step=index)
+                                                    .output[0]),
+            self.extend + 1 if through is None else through))
 
     def extended_config(self, cfg: dict, variants: list[str] | None = None) -> dict:
         """`cfg` with the LRs the sweeps of `variants` (default every extended one) added beyond their grids."""
@@ -236,7 +233,9 @@ class Plan:
         return sweep_extension.with_sweep_lrs(cfg, {v: self.sweep_added(v) for v in names})
 
     def _sweep_bundles(self, variant: str, added: list[float]) -> list[str]:
-        cfg = sweep_extension.with_sweep_lrs(self.config, {variant: added})
+        """One variant's sweep cells with these LRs added (the config's own studies own no sweep cell, so the grid
+        is built without them)."""
+        cfg = sweep_extension.with_sweep_lrs({**self.config, "studies": []}, {variant: added})
         return bundles(key for key in Grid(cfg).bundles(studies_mod.SWEEP) if key.variant == variant)
 
     def step_cells(self, wildcards) -> list[str]:
@@ -369,10 +368,9 @@ class Plan:
         chosen, added = {}, {v: self._added_on_disk(v) for v in self.beyond_grid}
         for variant in self.config["variants"]:
             choice = Path(str(paths.SELECTED_LR_PATTERN).format(variant=variant))
-            sweep = self._sweep_bundles(variant, added.get(variant, []))
             if self.config["contest"]["lr"][variant] != AUTO or not choice.is_file():
                 continue
-            if not all(Path(b).is_dir() for b in sweep):
+            if not all(Path(b).is_dir() for b in self._sweep_bundles(variant, added.get(variant, []))):
                 continue
             try:
                 chosen[variant] = rounds.read_choice(choice)
@@ -413,16 +411,14 @@ class Plan:
     def _added_on_disk(self, variant: str) -> list[float]:
         """The LRs the extend_sweep steps on disk added to a variant's sweep (missing_cells names their bundles
         too); a step missing or unreadable ends the chain, and its checkpoint brings the rest in."""
-        steps = []
-        for index in range(self.extend + 1):
+        def on_disk(index: int) -> dict | None:
             try:
-                steps.append(sweep_extension.read_step(Path(str(paths.SWEEP_STEP_PATTERN).format(
-                    variant=variant, step=index))))
+                return sweep_extension.read_step(Path(str(paths.SWEEP_STEP_PATTERN).format(variant=variant,
+                                                                                             step=index)))
             except ConfigError:
-                break
-            if steps[-1]["next"] is None:
-                break
-        return sweep_extension.added_lrs(steps)
+                return None
+
+        return sweep_extension.added_lrs(sweep_extension.chain(on_disk, self.extend + 1))
 
     def _decided_on_disk(self) -> tuple[list[int] | None, list[dict]]:
         """The contest seeds the seed_round decisions on disk say were trained (None without rounds or before
@@ -532,13 +528,13 @@ class Plan:
     # ---- what every bundle must have been trained with (attnlab.pipeline.plan.expectation)
 
     def _expectation(self, name: str, *studies: str) -> str:
-        content = self.expectation_content(*studies)
-        file = str(expectation.path(name, content))
-        self._expected[file] = content
-        return file
+        return self._named_file(name, self.expectation_content(*studies))
 
     def _settings(self, name: str, value) -> str:
-        content = to_json(value) + "\n"
+        return self._named_file(name, to_json(value) + "\n")
+
+    def _named_file(self, name: str, content: str) -> str:
+        """The file named by its content's digest that write_expectations writes."""
         file = str(expectation.path(name, content))
         self._expected[file] = content
         return file

@@ -92,7 +92,8 @@ def next_lr(grid_lrs, read_lrs, best: float, steps: int) -> tuple[float | None, 
     added = len(lrs) - len(set(map(format_lr, grid_lrs)))
     if added >= steps:
         return None, "limit"
-    beyond = [lr for lr in candidates(grid_lrs, steps)[edge] if format_lr(lr) not in set(map(format_lr, lrs))]
+    read = set(map(format_lr, lrs))
+    beyond = [lr for lr in candidates(grid_lrs, steps)[edge] if format_lr(lr) not in read]
     return beyond[0], edge
 
 
@@ -118,6 +119,20 @@ def read_step(path: Path) -> dict:
                                   or not following > 0):
         raise ConfigError(f"{path}: its next LR {following!r} is no positive number; remove it and build again")
     return step
+
+
+def chain(read, count: int) -> list[dict]:
+    """Steps 0, 1, ... read by `read(index)` until one asks for no further LR, `count` are read, or `read` gives
+    None (a step not made yet)."""
+    steps = []
+    for index in range(count):
+        step = read(index)
+        if step is None:
+            break
+        steps.append(step)
+        if step["next"] is None:
+            break
+    return steps
 
 
 def added_lrs(steps: list[dict]) -> list[float]:
