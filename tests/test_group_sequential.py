@@ -41,7 +41,8 @@ def exit_probabilities(fractions, critical):
     c = np.asarray(critical)
     inside = [1.0]
     for k in range(1, t.size + 1):
-        law = stats.multivariate_normal(np.zeros(k), corr[:k, :k], abseps=1e-10, releps=1e-10, maxpts=2_000_000)
+        law = stats.multivariate_normal(np.zeros(k), corr[:k, :k], abseps=1e-10, releps=1e-10, maxpts=2_000_000,
+                                        seed=0)  # Genz's integration is randomised: one reference, every run
         inside.append(float(law.cdf(c[:k], lower_limit=-c[:k])) if k > 1 else 2 * stats.norm.cdf(c[0]) - 1)
     return -np.diff(inside)
 
