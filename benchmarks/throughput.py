@@ -68,8 +68,8 @@ def cache(folder: Path) -> Path:
 def one_cell(sliced: dict, corpus: Path, folder: Path) -> dict:
     """A fresh trainer process for one cell: its wall time and the phases its bundle records."""
     out = folder / "cell"
-    wall, _ = timed_process(["-m", "attnlab.training.train", "--cell-config", json.dumps(sliced), "--variant",
-                             VARIANT, "--lr", LR, "--seed", 0, "--corpus", corpus, "--out", out,
+    wall, _ = timed_process(["-m", "attnlab.training.pack", "--cell-config", json.dumps(sliced), "--variant",
+                             VARIANT, "--cell", f"{LR},0", "--corpus", corpus, "--out", out,
                              "--code-fingerprint", "benchmark", "--compile-cache", cache(folder)])
     timings = json.loads((out / "bundle.json").read_text())["timings"]
     timings["writing"] = max(wall - sum(timings.values()), 0.0)  # what the bundle cannot know of itself

@@ -3,7 +3,7 @@
 Every process a test starts goes through `python_args` (and so inherits
 conftest's JAX_COMPILATION_CACHE_DIR from the environment): `run` waits for
 it, `start` hands back the Popen for tests that kill it on one of its events.
-The rest names what the tests run: the CLI, the trainer module, Snakemake.
+The rest names what the tests run: the CLI, the rules' trainer, Snakemake.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ CODE_FINGERPRINT = "test-code"
 # the newer fusion emitters (a cold smoke trainer: 17.8 CPU-s with the first alone, 11.7 with both).
 QUICK_COMPILE_FLAGS = ("--xla_backend_optimization_level=0", "--xla_cpu_use_fusion_emitters=false")
 # Every process of a test run compiles with these (conftest.pytest_configure). The last is the one a
-# one-thread trainer adds itself (attnlab.training.train.SINGLE_THREAD_FLAG): with it, the pytest processes'
+# one-thread trainer adds itself (attnlab.training.runtime.SINGLE_THREAD_FLAG): with it, the pytest processes'
 # own cells have the trainers' cache keys and load what they compiled.
 TEST_XLA_FLAGS = (*QUICK_COMPILE_FLAGS, "--xla_cpu_multi_thread_eigen=false")
 
@@ -68,9 +68,9 @@ def attnlab(*args, cwd: Path | None = None, env: dict | None = None, timeout: in
 
 def trainer_args(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003", seed=0, checkpoints=None,
                  code=CODE_FINGERPRINT, *extra) -> list:
-    """`python -m attnlab.training.train` as the rule calls it, for one cell slice."""
-    args = ["-m", "attnlab.training.train", "--cell-config", json.dumps(cfg), "--variant", variant, "--lr", lr,
-            "--seed", seed, "--corpus", corpus, "--out", out, "--code-fingerprint", code]
+    """The rules' trainer (`python -m attnlab.training.pack`) for a pack of one cell slice, its bundle at `out`."""
+    args = ["-m", "attnlab.training.pack", "--cell-config", json.dumps(cfg), "--variant", variant,
+            "--cell", f"{lr},{seed}", "--corpus", corpus, "--out", out, "--code-fingerprint", code]
     if checkpoints is not None:
         args += ["--checkpoint-dir", checkpoints]
     return args + list(extra)

@@ -232,17 +232,18 @@ def test_renormalised_blockwise_path_equals_its_dense_path():
 @pytest.mark.slow
 def test_normswap_bundle_field_is_written_for_kernel_cells_only(tiny_cfg, small_corpus, tmp_path):
     from attnlab.core.cell_key import CellKey
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha = small_corpus
     cfg = {**tiny_cfg, "data": {**tiny_cfg["data"], "sha256": sha}, "train": {**tiny_cfg["train"], "steps": 20},
            "model": {**tiny_cfg["model"], "layers": 1}}  # the fields a bundle carries do not depend on depth
     silent = lambda *_: None  # noqa: E731
-    swap = run_cell(cfg, CellKey.of("yat_exp", 3e-3, 0), corpus, tmp_path / "yat_exp" / "lr0.003" / "seed0", log=silent)
+    swap = train_alone(cfg, CellKey.of("yat_exp", 3e-3, 0), corpus, tmp_path / "yat_exp" / "lr0.003" / "seed0",
+                       log=silent)
     assert swap["normswap"]["swapped_to"] == "yat" and swap["normswap"]["native_normaliser"] == "softmax"
     assert swap["normswap"]["native_loss"] == swap["final_val_loss"]  # the final weights, evaluate()'s loss
     assert np.isfinite(swap["normswap"]["swapped_loss"])
-    plain = run_cell(cfg, CellKey.of("softmax_t", 3e-3, 0), corpus, tmp_path / "softmax_t" / "lr0.003" / "seed0",
+    plain = train_alone(cfg, CellKey.of("softmax_t", 3e-3, 0), corpus, tmp_path / "softmax_t" / "lr0.003" / "seed0",
                      log=silent)
     assert "normswap" not in plain and set(plain["learned"]) == {"inverse_temperature"}
 

@@ -76,15 +76,15 @@ def test_a_cell_trains_with_the_token_first_in_every_window_and_its_map(tiny_cfg
     """A tiny cell with data.bos: the stored window starts with the token (read back as ⇤), and the same cell
     without it trains other numbers from the same stream."""
     from attnlab.core.cell_key import CellKey
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
     cfg["data"]["sha256"] = sha256
     cfg["train"].update(steps=4, eval_every=2)
-    plain = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "plain", log=lambda *_: None)
+    plain = train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "plain", log=lambda *_: None)
     cfg["data"]["bos"] = True
-    opened = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "bos", log=lambda *_: None)
+    opened = train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "bos", log=lambda *_: None)
     assert opened["config"]["data"]["bos"] is True
     attention = np.load(tmp_path / "bos" / "attention.npz")
     assert str(attention["text"])[0] == BOS_GLYPH and int(attention["tokens"][0]) == 16  # 16 characters, then BOS

@@ -56,14 +56,14 @@ def test_the_defaults_change_no_cell_and_longer_windows_need_no_position_embeddi
 def test_a_cell_records_its_loss_at_each_longer_window_and_the_table_reads_it(tiny_cfg, small_corpus, tmp_path):
     from attnlab.core.cell_key import CellKey
     from attnlab.pipeline.tables.telemetry import context_length_rows
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
     cfg["data"]["sha256"] = sha256
     cfg["model"]["position"] = "none"
     cfg["train"].update(steps=4, eval_every=2, eval_context_multiples=[2, 4])
-    summary = run_cell(cfg, CellKey.of("stickbreaking", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
+    summary = train_alone(cfg, CellKey.of("stickbreaking", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
     losses = summary["val_loss_at_context"]
     assert set(losses) == {"1", "2", "4"} and all(np.isfinite(v) for v in losses.values())
     assert losses["1"] == summary["best_val_loss_whole_split"]
@@ -78,7 +78,7 @@ def test_longer_windows_the_validation_split_cannot_hold_are_refused_before_trai
                                                                                     tmp_path):
     from attnlab.core.cell_key import CellKey
     from attnlab.core.corpus import CorpusError
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
@@ -86,5 +86,5 @@ def test_longer_windows_the_validation_split_cannot_hold_are_refused_before_trai
     cfg["model"]["position"] = "none"
     cfg["train"].update(steps=4, eval_every=2, eval_context_multiples=[2, 10_000])
     with pytest.raises(CorpusError, match=r"eval_context_multiples 10000 x block_size .* drop that multiple"):
-        run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
+        train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
     assert not (tmp_path / "out" / "bundle.json").exists()

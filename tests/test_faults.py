@@ -1,7 +1,7 @@
 """Data loss and bad input, tried as a hostile user would: each ends in a clear refusal or a correct result.
 
 Process faults run as real subprocesses (`python -m attnlab.cli`, `python -m
-attnlab.training.train`). Each refusal is exit code 2 with the named message
+attnlab.training.pack`, the rules' trainer). Each refusal is exit code 2 with the named message
 and no traceback, and each test snapshots a directory tree (paths and sha256)
 before and after, so that nothing outside the run's own folders changed.
 """

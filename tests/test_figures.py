@@ -26,7 +26,7 @@ from attnlab.pipeline.figures.style import (MAP_MAX_HEIGHT, MAX_HEIGHT, MIN_FONT
                                             default_style, parse_style, variant_color, variant_marker)
 from attnlab.pipeline.report.style import print_scale
 from attnlab.pipeline.figures.window import char_label, character_step, set_position_ticks, window_line
-from attnlab.training.bundle_writer import write_bundle
+from attnlab.training.files.bundle_writer import write_bundle
 from conftest import REPO
 from results_folder import ladder_tables
 

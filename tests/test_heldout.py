@@ -46,13 +46,13 @@ def test_the_halves_partition_the_windows_of_every_evaluation(tiny_cfg, small_co
     from attnlab.core.cell_key import CellKey
     from attnlab.core.corpus import load_corpus
     from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
     cfg["data"]["sha256"] = sha256
     cfg["train"].update(steps=4, eval_every=2, batch_size=5, eval_batches=3, eval_whole_split=whole_split)
-    summary = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "cell", log=lambda *_: None)
+    summary = train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "cell", log=lambda *_: None)
     block = cfg["model"]["block_size"]
     val = load_corpus(corpus, cfg["data"]["train_fraction"], sha256).val
     windows = len(range(0, len(val) - block, block)) if whole_split else 5 * 3

@@ -58,7 +58,7 @@ def test_every_pipeline_and_core_module_imports_without_jax_or_flax():
 
 def test_the_trainer_imports_no_table_or_plotting_library():
     """Every cell is a fresh process: pandas alone would add about a second to each start."""
-    code = ("import json, sys\nimport attnlab.training.train\n"
+    code = ("import json, sys\nimport attnlab.training.pack\n"
             "print(json.dumps(sorted({k.split('.')[0] for k in sys.modules} & {'pandas', 'matplotlib', 'scipy'})))")
     result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": SRC})
     assert result.returncode == 0, result.stderr[-2000:]

@@ -1,5 +1,5 @@
-"""What killed runs leave beside a cell is removed once its pack ends well (attnlab.training.leftovers), and a
-training job's log is the job's own while it runs (attnlab.training.job_log)."""
+"""What killed runs leave beside a cell is removed once its pack ends well (attnlab.training.files.leftovers), and a
+training job's log is the job's own while it runs (attnlab.training.files.job_log)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ import pytest
 
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir
 from attnlab.core.cell_key import CellKey
-from attnlab.training import checkpoint, finished
-from attnlab.training.folder_lock import FolderLock
+from attnlab.training.files import checkpoint, finished
+from attnlab.training.files.folder_lock import FolderLock
 from attnlab.training.pack import run_pack
 from processes import CODE_FINGERPRINT, refused, run
 
@@ -98,8 +98,8 @@ def test_a_users_file_in_a_moved_aside_bundle_stays_while_the_bundles_own_files_
 
 def test_tidying_that_fails_leaves_the_pack_ended_well(one_cell, monkeypatch):
     """A full disk or an unreadable folder while tidying: what is left stays, and the trained pack is not failed."""
-    from attnlab.training import leftovers
-    from attnlab.training.disk_full import DiskFullError
+    from attnlab.training.files import leftovers
+    from attnlab.training.files.disk_full import DiskFullError
 
     class FullDisk:
         def __init__(self, *args):
@@ -179,7 +179,7 @@ def test_a_log_on_a_file_system_without_flock_is_written_unlocked(tmp_path, monk
     """Some network mounts refuse flock outright: the job still runs (its cells have their own locks)."""
     import errno
 
-    from attnlab.training import job_log
+    from attnlab.training.files import job_log
 
     def no_flock(fd, operation):
         raise OSError(errno.ENOLCK, os.strerror(errno.ENOLCK))

@@ -27,10 +27,10 @@ from attnlab.core.cell_key import CellKey
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
-from attnlab.training import bundle_writer, disk_full
-from attnlab.training.bundle_writer import check_out_dir, write_bundle
-from attnlab.training.disk_full import DiskFullError
-from attnlab.training.folder_lock import FolderLock
+from attnlab.training.files import bundle_writer, disk_full
+from attnlab.training.files.bundle_writer import check_out_dir, write_bundle
+from attnlab.training.files.disk_full import DiskFullError
+from attnlab.training.files.folder_lock import FolderLock
 from conftest import REPO
 from processes import attnlab, refused, run, start, trainer_args, wait_for
 from test_faults import tiny_config, tree, write_config
@@ -231,12 +231,12 @@ def test_a_stale_lock_of_a_dead_process_is_taken_over(tmp_path):
 
 
 def test_locks_are_removed_when_the_run_fails(tmp_path, tiny_cfg, corpus_path):
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     cfg = copy.deepcopy(tiny_cfg)
     cfg["telemetry"]["window_offset"] = 10**9  # refused by the cell, after both locks are taken
     with pytest.raises(CorpusError, match="window_offset"):
-        run_cell(cfg, CELL, corpus_path, tmp_path / "runs" / "out", checkpoint_dir=tmp_path / "ckpt",
+        train_alone(cfg, CELL, corpus_path, tmp_path / "runs" / "out", checkpoint_dir=tmp_path / "ckpt",
                  log=lambda *_: None)
     assert leftovers(tmp_path) == []
     assert not (tmp_path / "runs").exists()
@@ -306,7 +306,7 @@ def test_a_disk_that_fills_during_a_checkpoint_is_one_line_and_leaves_no_tempora
         tmp_path, monkeypatch, capfd, writer_logs_restored, how):
     import orbax.checkpoint as ocp
 
-    from attnlab.training.checkpoint import ResumeCheckpoints
+    from attnlab.training.files.checkpoint import ResumeCheckpoints
 
     state = {"params": np.arange(6, dtype=np.float32), "opt_state": np.zeros(3, np.float32)}
     checkpoints = ResumeCheckpoints(tmp_path / "ckpt", CELL)
@@ -397,7 +397,7 @@ def test_trainers_starting_and_ending_together_on_a_fresh_checkpoint_root_never_
     removed at the same moment, over and over: no error, and no cell's folder is left behind."""
     import threading
 
-    from attnlab.training.checkpoint import ResumeCheckpoints
+    from attnlab.training.files.checkpoint import ResumeCheckpoints
 
     cells, rounds, errors = 6, 20, []
     for round_ in range(rounds):
@@ -432,9 +432,9 @@ def test_the_trainers_command_lines_refuse_threads_below_one_and_the_filesystem_
     out = tmp_path / "out"
     cli = attnlab("train", "--config", REPO / "config" / "smoke.yaml", "--variant", "softmax", "--lr", "3e-3",
                   "--seed", "0", "--out", out, *extra, cwd=tmp_path, timeout=60)
-    module = run(["-m", "attnlab.training.train", "--cell-config", "{}", "--variant", "softmax", "--lr", "3e-3",
-                  "--seed", "0", "--corpus", tmp_path / "none.txt", "--out", out, "--code-fingerprint", "x",
-                  *extra], tmp_path, None, 120)
+    module = run(["-m", "attnlab.training.pack", "--cell-config", "{}", "--variant", "softmax", "--cell", "3e-3,0",
+                  "--corpus", tmp_path / "none.txt", "--out", out, "--code-fingerprint", "x", *extra],
+                 tmp_path, None, 120)
     for result in (cli, module):
         refused(result, named)
     assert not out.exists()

@@ -58,7 +58,8 @@ def test_a_cell_trained_second_in_a_pack_is_the_cell_trained_alone(pack_cfg, tmp
     assert same_cell(second, tmp_path / "alone") == []
     pack = json.loads((second / "bundle.json").read_text())["provenance"]["pack"]
     assert pack["index"] == 1 and pack["size"] == 2 and len(pack["cells"]) == 2
-    assert "pack" not in json.loads((tmp_path / "alone" / "bundle.json").read_text())["provenance"]
+    alone_pack = json.loads((tmp_path / "alone" / "bundle.json").read_text())["provenance"]["pack"]
+    assert alone_pack["index"] == 0 and alone_pack["size"] == 1  # alone: a pack of one, the same trainer
 
 
 def test_a_pack_shares_the_process_so_its_later_cells_start_and_compile_for_less(pack_cfg, tmp_path, monkeypatch):
@@ -125,7 +126,7 @@ def test_a_failed_pack_puts_back_the_cells_it_had_finished(pack_cfg, tmp_path):
     """Snakemake removes a failed job's new outputs; the pack's next run puts the finished cell back, untrained."""
     from attnlab.core.cell_key import CellKey
     from attnlab.core.errors import ConfigError
-    from attnlab.training import finished
+    from attnlab.training.files import finished
     from attnlab.training.pack import run_pack
 
     cfg, corpus = pack_cfg
@@ -151,7 +152,7 @@ def test_a_kept_bundle_replaces_the_stale_one_snakemake_put_back(pack_cfg, tmp_p
     """A stale bundle retrained in a pack that then failed: Snakemake restores the stale one from its backup,
     with its own marker file in the folder; the next run puts the kept, current bundle in its place."""
     from attnlab.core.cell_key import CellKey
-    from attnlab.training import finished
+    from attnlab.training.files import finished
     from attnlab.training.pack import run_pack
 
     cfg, corpus = pack_cfg
@@ -180,7 +181,7 @@ def test_forgetting_a_kept_bundle_removes_only_what_it_kept(tmp_path):
     refused naming it, rather than deleting or overwriting it."""
     from attnlab.core.cell_key import CellKey
     from attnlab.core.errors import ConfigError
-    from attnlab.training import finished
+    from attnlab.training.files import finished
 
     bundle = tmp_path / "bundle"
     (bundle / "params").mkdir(parents=True)

@@ -147,14 +147,14 @@ def test_the_rule_reads_the_select_half_of_the_validation_windows(tiny_cfg, smal
     the full-window loss and at another on the select half, the same cell under that rule stops at the select
     half's step (training is deterministic, so its curve up to there is the same)."""
     from attnlab.core.cell_key import CellKey
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
     cfg["data"]["sha256"] = sha256
     cfg["train"].update(steps=80, eval_every=5)
     key, patience, silent = CellKey.of("softmax", 0.01, 0), 10, (lambda *_: None)
-    run_cell(cfg, key, corpus, tmp_path / "ceiling", log=silent)
+    train_alone(cfg, key, corpus, tmp_path / "ceiling", log=silent)
     curve = pd.read_csv(tmp_path / "ceiling" / "curve.csv")
     gains = sorted({gain for column in ("val_loss", "val_loss_select") for end in range(1, len(curve) + 1)
                     if (gain := plateau_gain(list(zip(curve.step[:end], curve[column][:end])), patience)) is not None})
@@ -164,5 +164,5 @@ def test_the_rule_reads_the_select_half_of_the_validation_windows(tiny_cfg, smal
     apart = [tolerance for tolerance, (select, full) in stops.items() if select is not None and select != full]
     assert apart, "no tolerance tells the two columns apart on this curve: the test would check nothing"
     cfg["train"]["plateau"] = {"patience": patience, "tolerance": apart[0]}
-    stopped = run_cell(cfg, key, corpus, tmp_path / "plateau", log=silent)
+    stopped = train_alone(cfg, key, corpus, tmp_path / "plateau", log=silent)
     assert stopped["plateau_step"] == stops[apart[0]][0] != stops[apart[0]][1]

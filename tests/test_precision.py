@@ -48,15 +48,15 @@ def test_every_choice_names_a_jax_precision():
 
 def test_the_bundle_records_the_precision_it_trained_at(tiny_cfg, small_corpus, tmp_path):
     from attnlab.core.cell_key import CellKey
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)
     cfg["data"]["sha256"] = sha256
     cfg["train"].update(steps=4, eval_every=2)
-    summary = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
+    summary = train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "out", log=lambda *_: None)
     assert summary["provenance"]["matmul_precision"] == "float32"
     cfg["train"]["matmul_precision"] = "bfloat16"
-    low = run_cell(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "low", log=lambda *_: None)
+    low = train_alone(cfg, CellKey.of("softmax", 3e-3, 0), corpus, tmp_path / "low", log=lambda *_: None)
     assert low["provenance"]["matmul_precision"] == "bfloat16" and low["config"]["train"]["matmul_precision"] == \
         "bfloat16"

@@ -2,8 +2,8 @@
 
 Process faults are real processes killed on the trainer's own events (a
 checkpoint committed, the staging folder of its bundle appearing), never on a
-timer; divergence runs in this process through `run_cell`, which is what the
-trainer's main calls.
+timer; divergence runs in this process through `run_pack`, which is what the
+trainer's command line calls.
 """
 
 from __future__ import annotations
@@ -41,11 +41,11 @@ def run_train(cfg: dict, out: Path, corpus: Path, variant="softmax", lr="0.003",
 
 
 def train_here(cfg: dict, out: Path, corpus: Path, variant="softmax", lr=3e-3) -> dict:
-    """The trainer's work in this process (what its main runs), for tests about numbers, not processes."""
+    """The trainer's work in this process (a pack of one), for tests about numbers, not processes."""
     from attnlab.core.cell_key import CellKey
-    from attnlab.training.train import run_cell
+    from pack_of_one import train_alone
 
-    run_cell(cfg, CellKey.of(variant, lr, 0), corpus, out, log=lambda *_: None)
+    train_alone(cfg, CellKey.of(variant, lr, 0), corpus, out, log=lambda *_: None)
     return read_bundle(out)
 
 

@@ -76,30 +76,32 @@ def print_params(cfg: dict) -> int:
 
 
 def train(cfg: dict, args) -> int:
-    """Check the cell and --out first: nothing is fetched or computed for a command that would be refused."""
+    """One cell as a pack of one (attnlab.training.pack.run_pack, the rules' trainer). Checks the cell and --out
+    first: nothing is fetched or computed for a command that would be refused."""
     from attnlab.core.cell import check_cell
     from attnlab.core.config import cell_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
-    from attnlab.training.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
+    from attnlab.training.files.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
 
     key = check_cell(args.variant, args.lr, args.seed)
     check_out_dir(args.out, key)
     corpus = fetch_corpus(cfg["data"], args.corpus)
-    from attnlab.training.disk_full import DiskFullError
+    from attnlab.training.files.disk_full import DiskFullError
+    from attnlab.training.pack import done_line, run_pack
     from attnlab.training.runtime import configure_runtime, settle_on_cpus
-    from attnlab.training.train import run_cell
 
     configure_runtime(args.threads, args.compile_cache)
     settle_on_cpus(args.threads)
     try:
-        run_cell(cell_slice(cfg), key, corpus, args.out, checkpoint_dir=args.checkpoint_dir,
-                 code_fingerprint=training_fingerprint(args.variant))
+        done = run_pack(cell_slice(cfg), [key], corpus, None, checkpoint_dir=args.checkpoint_dir,
+                        code_fingerprint=training_fingerprint(args.variant), outs=[args.out])
     except DiskFullError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
+    for summary, phases in done:
+        print(done_line(summary, phases))
     return 0
-
 
 if __name__ == "__main__":
     sys.exit(main())

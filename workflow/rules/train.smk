@@ -66,7 +66,7 @@ else:
             # A pack of one: a current bundle is left as it is, so switching to or from packs retrains nothing.
             # --watch-pid $PPID: the trainer exits if this Snakemake dies, so no orphan writes a bundle later.
             # --log: the trainer writes its log itself, under a lock, so a second build with --nolock is refused
-            # and the first one's log stays whole (attnlab.training.job_log). It is a param, not a `log:`:
+            # and the first one's log stays whole (attnlab.training.files.job_log). It is a param, not a `log:`:
             # Snakemake removes a job's `log:` files when it starts the job, a running one's too.
             "python -m attnlab.training.pack --cell-config {params.cell} --variant {wildcards.variant} "
             "--cell {wildcards.lr},{wildcards.seed} --corpus {input.corpus} --out-root {params.root} "

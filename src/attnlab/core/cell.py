@@ -2,7 +2,7 @@
 and key/value heads that group its query heads evenly.
 
 JAX-free, so a command line refuses a bad cell before it loads JAX. Each
-command line that trains (attnlab train, python -m attnlab.training.train)
+command line that trains (attnlab train, python -m attnlab.training.pack)
 calls check_cell once and checks --threads and --checkpoint-dir here; the
 config loader, the model and the attention benchmark share kv_heads_problem.
 """

@@ -35,7 +35,7 @@ def run_lockstep(cfg: dict, keys: list[CellKey], corpus_path: Path, outs: list[P
                  indices: list[int] | None = None) -> list[tuple[dict, Phases]]:
     """Train every cell of `keys` (one variant, one config slice) into its folder of `outs`, as many at once as
     the device's memory holds; returns each one's bundle summary and where its wall time went (the shared chunks
-    counted in full for each). `kept`: where the pack keeps each finished bundle (attnlab.training.finished);
+    counted in full for each). `kept`: where the pack keeps each finished bundle (attnlab.training.files.finished);
     `indices`: each cell's place in its pack, for the provenance."""
     kept = kept or [None] * len(keys)
     indices = indices if indices is not None else list(range(len(keys)))

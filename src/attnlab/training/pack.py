@@ -1,19 +1,23 @@
-"""Several cells of one variant and one config slice, trained one after another in one process.
+"""The trainer's one command line: cells of one variant and one config slice, trained in one process.
 
 `python -m attnlab.training.pack --cell-config JSON --variant V --cell LR,SEED [--cell LR,SEED ...]
 --corpus FILE --out-root DIR`: each cell writes its own bundle, at DIR/<variant>/lr<lr>/seed<seed>, in the
 format and with the numbers it has when trained alone (tests/test_pack.py holds it bit for bit); the pack is
-recorded in each bundle's provenance. What the cells share is the process: its imports, JAX's runtime and
-the programs it has compiled (the training chunk, the evaluations, the probe), which on a CPU are most of a
-small cell's wall time (benchmarks/throughput.py prints the split).
+recorded in each bundle's provenance. `--out DIR` in place of `--out-root` puts a pack of one cell's bundle
+in DIR itself: `attnlab train` runs that pack through `run_pack`, and the fault, kill and resume tests drive
+this command line, so every path that trains is the one the build's rules run.
+
+What the cells share is the process: its imports, JAX's runtime and the programs it has compiled (the
+training chunk, the evaluations, the probe), which on a CPU are most of a small cell's wall time
+(benchmarks/throughput.py prints the split).
 
 A pack is an execution choice, never part of a cell's identity: the config slice, variant, LR and seed are
 the cell's, and a pack may hold any of them. The Snakemake workflow runs one pack per job
 (attnlab.pipeline.plan.packs). A cell whose bundle is already current (attnlab.training.current) is left as
 it is, so a pack that runs again because it gained a cell trains that cell alone. With --checkpoint-dir,
-each finished cell's bundle is also kept there until the whole pack has ended (attnlab.training.finished),
+each finished cell's bundle is also kept there until the whole pack has ended (attnlab.training.files.finished),
 so a failed pack's next run trains only the cells it had not finished. A pack that ends well also removes what
-killed runs left beside its cells (attnlab.training.leftovers).
+killed runs left beside its cells (attnlab.training.files.leftovers).
 """
 
 from __future__ import annotations
@@ -31,9 +35,9 @@ from attnlab.core.config_types import PACK_MODE_ENV, PACK_MODES
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
 from attnlab.core.variants import UnknownVariantError
-from attnlab.training import finished, job_log, leftovers
+from attnlab.training.files import checkpoint, finished, job_log, leftovers
 from attnlab.training.current import current_bundle
-from attnlab.training.disk_full import DiskFullError
+from attnlab.training.files.disk_full import DiskFullError
 from attnlab.training.lockstep import run_lockstep
 from attnlab.training.phases import Phases
 from attnlab.training.runtime import configure_runtime, exit_with_parent, settle_on_cpus
@@ -53,13 +57,18 @@ def resolved_mode(mode: str | None) -> str:
     return mode
 
 
-def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, checkpoint_dir: Path | None = None,
-             code_fingerprint: str = "unrecorded", log=print, mode: str = "sequential") -> list[tuple[dict, Phases]]:
+def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path | None,
+             checkpoint_dir: Path | None = None, code_fingerprint: str = "unrecorded", log=print,
+             mode: str = "sequential", outs: list[Path] | None = None) -> list[tuple[dict, Phases]]:
     """Train the cells that have no current bundle yet, one after another or (mode vmap) in lockstep; returns
-    the summary of each cell trained here and where its wall time went."""
+    the summary of each cell trained here and where its wall time went. Each cell's bundle goes to its folder
+    under `out_root`, or to its entry of `outs` where given."""
+    if outs is None:
+        outs = [cell_dir(Path(out_root), key.variant, key.lr, key.seed) for key in keys]
+    if len(outs) != len(keys):
+        raise ConfigError(f"{len(keys)} cells and {len(outs)} bundle folders: give each cell one folder")
     todo = []  # (place in the pack, key, bundle folder, where it is kept)
-    for index, key in enumerate(keys):
-        out = cell_dir(Path(out_root), key.variant, key.lr, key.seed)
+    for index, (key, out) in enumerate(zip(keys, outs)):
         kept = finished.kept_path(checkpoint_dir, key) if checkpoint_dir is not None else None
         if current_bundle(out, cfg, key, code_fingerprint):
             log(f"{key.label()}: its bundle {out} is current (this config, cell and code); left as it is")
@@ -82,10 +91,11 @@ def run_pack(cfg: dict, keys: list[CellKey], corpus_path: Path, out_root: Path, 
                                pack=dict(pack, index=index), kept=kept)
             done.append((summary, phases))
     if checkpoint_dir is not None:  # the pack ended well: Snakemake keeps every bundle now
-        for key in keys:
+        for key, out in zip(keys, outs):
             kept = finished.kept_path(checkpoint_dir, key)
             finished.forget(kept)
-            leftovers.tidy(cell_dir(Path(out_root), key.variant, key.lr, key.seed), checkpoint_dir, key, kept, log)
+            leftovers.tidy(out, checkpoint_dir, key, kept, log)
+        checkpoint.tidy_root(Path(checkpoint_dir).resolve())  # its cells' kept bundles were what held it
     return done
 
 
@@ -103,9 +113,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--variant", required=True)
     parser.add_argument("--cell", required=True, action="append", type=parse_cell, help="LR,SEED (repeat)")
     parser.add_argument("--corpus", required=True, type=Path)
-    parser.add_argument("--out-root", required=True, type=Path, help="each bundle goes to <root>/<variant>/lr/seed")
+    where = parser.add_mutually_exclusive_group(required=True)
+    where.add_argument("--out-root", type=Path, help="each bundle goes to <root>/<variant>/lr<lr>/seed<seed>")
+    where.add_argument("--out", type=Path, help="a pack of one cell: its bundle folder (absent, or this cell's)")
     parser.add_argument("--checkpoint-dir", type=Path, default=None)
-    parser.add_argument("--code-fingerprint", default="unrecorded")
+    parser.add_argument("--code-fingerprint", default="unrecorded",
+                        help="fingerprint of the code the cells run (attnlab.core.fingerprint); part of their identity")
     parser.add_argument("--compile-cache", type=Path, default=None)
     parser.add_argument("--threads", type=at_least_one("threads"), default=1)
     parser.add_argument("--mode", choices=("auto", *PACK_MODES), default=None,
@@ -123,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
             return 2
     if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
         parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
+    if args.out is not None and len(args.cell) != 1:
+        parser.error(f"--out names one bundle folder, and {len(args.cell)} cells were given: use --out-root")
     configure_runtime(args.threads, args.compile_cache)
     if args.watch_pid:
         exit_with_parent(args.watch_pid)
@@ -133,15 +148,22 @@ def main(argv: list[str] | None = None) -> int:
         mode = resolved_mode(args.mode)
         settle_on_cpus(args.threads)
         done = run_pack(json.loads(args.cell_config), keys, args.corpus, args.out_root, args.checkpoint_dir,
-                        args.code_fingerprint, mode=mode)
+                        args.code_fingerprint, mode=mode, outs=None if args.out is None else [args.out])
     except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     for summary, phases in done:
-        spent = ", ".join(f"{k} {v:.1f}s" for k, v in phases.seconds.items())
-        print(f"done {summary['variant']} lr={summary['lr']!r} seed={summary['seed']}: best val "
-              f"{summary['best_val_loss']:.4f}; {spent}")
+        print(done_line(summary, phases))
     return 0
+
+
+def done_line(summary: dict, phases: Phases) -> str:
+    """What a trained cell ends with: its best validation loss, its speed, a divergence, where the time went."""
+    spent = ", ".join(f"{k} {v:.1f}s" for k, v in phases.seconds.items())
+    diverged = f", DIVERGED at step {summary['diverged_step']}" if summary["diverged"] else ""
+    return (f"done {summary['variant']} lr={summary['lr']!r} seed={summary['seed']}: best val "
+            f"{summary['best_val_loss']:.4f} ({summary['best_val_bpc']:.3f} bits/char), "
+            f"{summary['steps_per_s']:.1f} steps/s{diverged}; {spent}")
 
 
 if __name__ == "__main__":

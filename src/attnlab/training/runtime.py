@@ -14,7 +14,7 @@ from pathlib import Path
 import jax
 
 from attnlab.training.cpu_slots import SLOTS_ENV, confine_to_free_cpus
-from attnlab.training.folder_lock import release_locks
+from attnlab.training.files.folder_lock import release_locks
 
 COMPILE_CACHE_ENV = "JAX_COMPILATION_CACHE_DIR"  # JAX's own variable for its persistent cache
 # Turns off Eigen's multi-threaded kernels; XLA's intra-op pool is sized by POOL_ENV below.

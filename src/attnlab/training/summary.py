@@ -19,8 +19,8 @@ from attnlab.core.telemetry_stats import entropy_histograms, summarise
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS
 from attnlab.training import provenance
 from attnlab.training.batches import whole_split_batches
-from attnlab.training.bundle_writer import write_bundle
-from attnlab.training.checkpoint import save_params
+from attnlab.training.files.bundle_writer import write_bundle
+from attnlab.training.files.checkpoint import save_params
 from attnlab.training.model import count_params
 from attnlab.training.progress import REPORT, SELECT, VAL, Progress
 from attnlab.training.steps import evaluate, evaluate_normalised, evaluate_windows, probe

@@ -1,4 +1,4 @@
-"""Train one cell (a CellKey: variant, LR, seed) and write its bundle; also `python -m attnlab.training.train`.
+"""Train one cell (a CellKey: variant, LR, seed) and write its bundle (run by attnlab.training.pack).
 
 Three steps around a small Progress record: restore_or_start, train_until_done,
 write_cell_bundle (attnlab.training.summary). The loop runs many optimiser steps per jitted call (a
@@ -14,13 +14,10 @@ is discarded.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import dataclasses
 import hashlib
-import json
 import math
-import sys
 import time
 from pathlib import Path
 
@@ -30,66 +27,23 @@ import numpy as np
 from flax import nnx
 
 from attnlab.core.bundle_format import cell_dir
-from attnlab.core.cell import at_least_one, check_cell, checkpoint_root_problem
 from attnlab.core.cell_key import CellKey
 from attnlab.core.config_types import (JAX_PRECISION, bos_token, model_config, telemetry_config, to_json,
                                        train_config)
-from attnlab.core.corpus import CorpusError, check_fits, load_corpus
+from attnlab.core.corpus import check_fits, load_corpus
 from attnlab.core.errors import ConfigError
-from attnlab.core.variants import UnknownVariantError
 from attnlab.training.batches import (TELEMETRY_STREAM, VALIDATION_STREAM, held_out_batches, map_window,
                                       train_offsets, whole_split_batches)
-from attnlab.training import finished
-from attnlab.training.bundle_writer import check_out_dir
-from attnlab.training.checkpoint import ResumeCheckpoints
-from attnlab.training.disk_full import DiskFullError
-from attnlab.training.folder_lock import FolderLock
+from attnlab.training.files import finished
+from attnlab.training.files.bundle_writer import check_out_dir
+from attnlab.training.files.checkpoint import ResumeCheckpoints
+from attnlab.training.files.folder_lock import FolderLock
 from attnlab.training.model import GPT
 from attnlab.training.phases import Phases
 from attnlab.training.progress import SELECT, VAL, Progress
-from attnlab.training.runtime import configure_runtime, exit_with_parent, settle_on_cpus
 from attnlab.training.schedule import plateaued, schedule
 from attnlab.training.steps import evaluate, evaluate_windows, make_optimizer, train_chunk, window_attention
 from attnlab.training.summary import write_cell_bundle
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="Train one cell and write its bundle.")
-    parser.add_argument("--cell-config", required=True, help="JSON config slice (attnlab.core.config.cell_slice)")
-    parser.add_argument("--variant", required=True)
-    parser.add_argument("--lr", required=True, type=float)
-    parser.add_argument("--seed", required=True, type=int)
-    parser.add_argument("--corpus", required=True, type=Path, help="verified corpus file")
-    parser.add_argument("--out", required=True, type=Path, help="bundle folder to create (absent, or this cell's)")
-    parser.add_argument("--code-fingerprint", required=True,
-                        help="fingerprint of the code this cell runs (attnlab.core.fingerprint); part of its identity")
-    parser.add_argument("--checkpoint-dir", type=Path, default=None,
-                        help="root of resumable checkpoints; the cell's own folder is made and removed inside it")
-    parser.add_argument("--compile-cache", type=Path, default=None, help="JAX persistent compilation cache")
-    parser.add_argument("--threads", type=at_least_one("threads"), default=1,
-                        help="CPU threads (the rule passes its threads:)")
-    parser.add_argument("--watch-pid", type=int, default=None,
-                        help="exit when this process (the Snakemake that started the job) is gone")
-    args = parser.parse_args(argv)
-    if args.checkpoint_dir is not None and (problem := checkpoint_root_problem(args.checkpoint_dir)):
-        parser.error(f"--checkpoint-dir {args.checkpoint_dir}: {problem}")
-    configure_runtime(args.threads, args.compile_cache)
-    if args.watch_pid:
-        exit_with_parent(args.watch_pid)
-    try:
-        key = check_cell(args.variant, args.lr, args.seed)
-        settle_on_cpus(args.threads)
-        summary = run_cell(json.loads(args.cell_config), key, args.corpus, args.out,
-                           checkpoint_dir=args.checkpoint_dir, code_fingerprint=args.code_fingerprint)
-    except (CorpusError, ConfigError, UnknownVariantError, DiskFullError) as err:
-        print(f"error: {err}", file=sys.stderr)
-        return 2
-    print(
-        f"done {key.label()}: best val {summary['best_val_loss']:.4f} "
-        f"({summary['best_val_bpc']:.3f} bits/char), {summary['steps_per_s']:.1f} steps/s"
-        + (f", DIVERGED at step {summary['diverged_step']}" if summary["diverged"] else "")
-    )
-    return 0
 
 
 def cell_identity(cfg: dict, key: CellKey, code_fingerprint: str) -> str:
@@ -193,7 +147,7 @@ def run_cell(cfg: dict, key: CellKey, corpus_path: Path, out: Path, checkpoint_d
     The key comes from attnlab.core.cell.check_cell: both command lines check the cell before they train.
     `phases` collects where the wall time goes (a fresh record, from this process's start, by default);
     `pack` says which cells this process trains with it (attnlab.training.pack), for the provenance, and
-    `kept` where the pack keeps the finished bundle until it ends (attnlab.training.finished).
+    `kept` where the pack keeps the finished bundle until it ends (attnlab.training.files.finished).
     """
     with contextlib.ExitStack() as held:  # one trainer per --out and per checkpoint folder; released on any exit
         opened = open_cell(held, cfg, key, corpus_path, out, checkpoint_dir, code_fingerprint, log, phases)
@@ -391,6 +345,3 @@ def all_finite(tree) -> bool:
 def _all_finite(tree):
     return jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)]))
 
-
-if __name__ == "__main__":
-    sys.exit(main())

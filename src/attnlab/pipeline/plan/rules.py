@@ -490,7 +490,7 @@ class Plan:
         return paths.checkpoint_root(wildcards.place)
 
     def cell_log(self, wildcards) -> str:
-        """train_cell's log, which its trainer writes and holds (attnlab.training.job_log): a param, not a `log:`,
+        """train_cell's log, which its trainer writes and holds (attnlab.training.files.job_log): a param, not a `log:`,
         since Snakemake removes a job's `log:` files when it starts the job, even while another build runs it."""
         return str(paths.TRAIN_LOG_PATTERN).format(place=wildcards.place, variant=wildcards.variant,
                                                    lr=wildcards.lr, seed=wildcards.seed)

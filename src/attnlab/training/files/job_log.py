@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from attnlab.core.errors import ConfigError
-from attnlab.training.bundle_writer import NOTHING_TRAINED
+from attnlab.training.files.bundle_writer import NOTHING_TRAINED
 
 
 def hold(log: Path) -> int:

@@ -20,7 +20,7 @@ from pathlib import Path
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, manifest_name_is_inside
 from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
-from attnlab.training.bundle_writer import check_out_dir, replace_bundle
+from attnlab.training.files.bundle_writer import check_out_dir, replace_bundle
 
 FINISHED = ".finished"  # no variant's name: a dot is not allowed in one
 ATTEMPTS = 5  # a sibling pack may remove an empty shared folder between our mkdir and mkdtemp

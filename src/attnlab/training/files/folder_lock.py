@@ -12,8 +12,8 @@ import socket
 from pathlib import Path
 
 from attnlab.core.errors import ConfigError
-from attnlab.training.bundle_writer import NOTHING_TRAINED
-from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full
+from attnlab.training.files.bundle_writer import NOTHING_TRAINED
+from attnlab.training.files.disk_full import DiskFullError, disk_full_reason, is_disk_full
 
 _HELD: set["FolderLock"] = set()
 

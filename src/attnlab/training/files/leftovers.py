@@ -19,9 +19,9 @@ from pathlib import Path
 from attnlab.core.bundle_format import BUNDLE_FILE, DATA_FILES, cell_dir
 from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
-from attnlab.training import checkpoint, finished
-from attnlab.training.disk_full import DiskFullError
-from attnlab.training.folder_lock import FolderLock, lock_path
+from attnlab.training.files import checkpoint, finished
+from attnlab.training.files.disk_full import DiskFullError
+from attnlab.training.files.folder_lock import FolderLock, lock_path
 
 STAGING_KINDS = ("partial", "old")  # bundle_writer and finished: .<name>.partial-*, .<name>.old-* (mkdtemp)
 

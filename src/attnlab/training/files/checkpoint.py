@@ -20,8 +20,8 @@ import orbax.checkpoint as ocp
 from attnlab.core.bundle_format import cell_dir
 from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
-from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
-from attnlab.training.folder_lock import FolderLock
+from attnlab.training.files.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
+from attnlab.training.files.folder_lock import FolderLock
 
 MARKER = ".attnlab-checkpoints"
 ROOT_MARKER = ".attnlab-checkpoint-root"
@@ -48,7 +48,7 @@ class ResumeCheckpoints:
             self._open()
         except BaseException:
             self.release()
-            _tidy_root(self.root)
+            tidy_root(self.root)
             raise
 
     def _open(self) -> None:
@@ -161,10 +161,11 @@ def prune(directory: Path, root: Path) -> None:
         except OSError:
             return
         parent = parent.parent
-    _tidy_root(root)
+    tidy_root(root)
 
 
-def _tidy_root(root: Path) -> None:
+def tidy_root(root: Path) -> None:
+    """Remove root when the trainer made it and it holds nothing but its marker."""
     marker = root / ROOT_MARKER
     try:
         if marker.is_file() and [p.name for p in root.iterdir()] == [ROOT_MARKER]:

@@ -28,7 +28,7 @@ from attnlab.core.bundle_format import (BUNDLE_FILE, CURVE_COLUMNS, DATA_FILES, 
 from attnlab.core.cell_key import CellKey
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, jsonable
-from attnlab.training.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
+from attnlab.training.files.disk_full import DiskFullError, disk_full_reason, is_disk_full, orbax_writes
 
 NOTHING_TRAINED = "nothing was trained"
 SHOWN = 6  # foreign paths named in a refusal; the rest are counted
