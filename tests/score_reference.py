@@ -18,12 +18,12 @@ LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
 BLOCK_CASES = [(HEADS, 4), (HEADS // 2, 5), (1, 12), (HEADS, 64)]
 
 
-def inputs(kv_heads=HEADS, scale=1.0, seed=0):
+def inputs(kv_heads=HEADS, scale=1.0, seed=0, length=LENGTH):
     """q (B,T,H,D); k and v with kv_heads heads, each repeated for its group of query heads, as the model does."""
     kq, kk, kv = jax.random.split(jax.random.key(seed), 3)
-    q = scale * jax.random.normal(kq, (BATCH, LENGTH, HEADS, DHEAD))
-    k = scale * jax.random.normal(kk, (BATCH, LENGTH, kv_heads, DHEAD))
-    v = jax.random.normal(kv, (BATCH, LENGTH, kv_heads, DHEAD))
+    q = scale * jax.random.normal(kq, (BATCH, length, HEADS, DHEAD))
+    k = scale * jax.random.normal(kk, (BATCH, length, kv_heads, DHEAD))
+    v = jax.random.normal(kv, (BATCH, length, kv_heads, DHEAD))
     group = HEADS // kv_heads
     return q, jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
 

@@ -1,0 +1,144 @@
+"""The catalogued score functions as the tests build them, each with its float64 reference: the one table that
+tests/test_catalog_scores.py (what every function must do) and each function's own test file (what its formula
+alone does) read.
+
+Each reference is the paper's formula written row by row in float64, at the state the shared tests use (the
+learned per-head parameters, where a function has them, set to values of both signs, layer 1's row).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable
+
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from attnlab.training.attention import score_class
+from attnlab.training.attention.softpick import SOFTPICK_EPS
+from score_reference import DHEAD, HEADS, LAYERS, logits64
+
+BLOCK_SIZE = 16  # the module's window; inputs are shorter (score_reference.LENGTH)
+SINKS = [[-2.0, 0.0, 1.5, 4.0], [0.5, -1.0, 3.0, -6.0]]  # (layers, heads): both signs, large and small
+SCALES = [[0.2, 0.5, 1.0, -0.3], [0.05, 2.0, 0.7, 0.0]]  # (layers, heads)
+
+
+def make(variant: str, block_size: int = BLOCK_SIZE, **learned) -> nnx.Module:
+    """The score module of `variant`, each named learned parameter set to the (layers, heads) values given."""
+    score = score_class(variant)(layers=LAYERS, heads=HEADS, d_head=DHEAD, block_size=block_size, rngs=nnx.Rngs(0))
+    for name, values in learned.items():
+        if values is not None:
+            getattr(score, name)[...] = jnp.asarray(values, jnp.float32)
+    return score
+
+
+def _rows(s: np.ndarray, row_weights: Callable[[np.ndarray, int], np.ndarray]) -> np.ndarray:
+    """Weights over keys 0..i of each query i from its row of scores; future keys 0."""
+    w = np.zeros_like(s)
+    for i in range(s.shape[2]):
+        w[:, :, i, : i + 1] = row_weights(s[:, :, i, : i + 1], i)
+    return w
+
+
+def _softmax(row: np.ndarray) -> np.ndarray:
+    e = np.exp(row - row.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def cog_weights(q, k):
+    """sign(s_ij) exp(|s_ij|) / sum_j' exp(|s_ij'|)."""
+    def row(r, _):
+        e = np.exp(np.abs(r) - np.abs(r).max(-1, keepdims=True))
+        return np.sign(r) * e / e.sum(-1, keepdims=True)
+
+    return _rows(logits64(q, k), row)
+
+
+def softpick_weights(q, k):
+    """ReLU(e^{s_ij} - 1) / (sum_j' |e^{s_ij'} - 1| + eps), as the paper writes it (no shift: float64 holds these
+    scores)."""
+    def row(r, _):
+        e = np.exp(r) - 1.0
+        return np.maximum(e, 0.0) / (np.abs(e).sum(-1, keepdims=True) + SOFTPICK_EPS)
+
+    return _rows(logits64(q, k), row)
+
+
+def stickbreaking_weights(q, k):
+    """Key by key: each earlier key's β = sigmoid(s) times what the keys between it and the query left."""
+    beta = 1.0 / (1.0 + np.exp(-logits64(q, k)))
+    w = np.zeros_like(beta)
+    for i in range(beta.shape[2]):
+        left = np.ones(beta.shape[:2])
+        for j in range(i - 1, -1, -1):  # the most recent key breaks the stick first
+            w[:, :, i, j] = beta[:, :, i, j] * left
+            left = left * (1.0 - beta[:, :, i, j])
+    return w
+
+
+def selective_penalty(s):
+    """F_ij = Σ_{k=j+1}^{i-1} max(0, s_0kj) for j >= 1, (B, T, S)."""
+    f = np.zeros((s.shape[0], s.shape[2], s.shape[3]))
+    for i in range(s.shape[2]):
+        for j in range(1, i):
+            f[:, i, j] = sum(np.maximum(s[:, 0, kq, j], 0.0) for kq in range(j + 1, i))
+    return f
+
+
+def selective_weights(q, k):
+    """softmax over keys 0..i of s_ij - F_ij."""
+    s = logits64(q, k)
+    return _rows(s - selective_penalty(s)[:, None], lambda r, _: _softmax(r))
+
+
+def sink_weights(q, k, sink):
+    """exp(s_ij) / (exp(b_h) + sum over j' <= i of exp(s_ij'))."""
+    sink = np.asarray(sink, np.float64)[None, :, None]
+
+    def row(r, _):
+        top = np.maximum(r.max(-1, keepdims=True), sink)
+        e = np.exp(r - top)
+        return e / (np.exp(sink - top) + e.sum(-1, keepdims=True))
+
+    return _rows(logits64(q, k), row)
+
+
+def ssmax_weights(q, k, scales):
+    """Row i: softmax over keys 0..i of (s_h log(i + 1)) times the logits."""
+    scales = np.asarray(scales, np.float64)[None, :, None]
+    return _rows(logits64(q, k), lambda r, i: _softmax(scales * math.log(i + 1) * r))
+
+
+def sigmoid_weights(q, k, block_size=BLOCK_SIZE):
+    """sigmoid(s_ij - log(block_size)) on visible keys, rows not normalised."""
+    return _rows(logits64(q, k), lambda r, _: 1.0 / (1.0 + np.exp(-(r - math.log(block_size)))))
+
+
+@dataclasses.dataclass(frozen=True)
+class Reference:
+    """A catalogued score function as the shared tests use it: built at a state worth testing, its float64
+    weights at layer 1 of that state, and the per-(layer, head) parameter it learns (None: it learns none) with
+    that parameter's initial value at a config's model section. `plain_telemetry`: its score telemetry is the
+    logit itself and its rows' magnitudes renormalised, with no row mass and no gate."""
+
+    variant: str
+    build: Callable[[], nnx.Module]
+    weights: Callable[[object, object], np.ndarray]
+    learned: str | None = None
+    initial: Callable[[dict], float] | None = None
+    plain_telemetry: bool = False
+
+
+CATALOG = [
+    Reference("cog", lambda: make("cog"), cog_weights, plain_telemetry=True),
+    Reference("softpick", lambda: make("softpick"), softpick_weights, plain_telemetry=True),
+    Reference("stickbreaking", lambda: make("stickbreaking"), stickbreaking_weights, plain_telemetry=True),
+    Reference("selective", lambda: make("selective"), selective_weights),
+    Reference("sigmoid", lambda: make("sigmoid"), sigmoid_weights),
+    Reference("softmax_sink", lambda: make("softmax_sink", sink_logit=SINKS),
+              lambda q, k: sink_weights(q, k, SINKS[1]), "sink_logit", lambda model: 0.0),
+    Reference("ssmax", lambda: make("ssmax", length_scale=SCALES), lambda q, k: ssmax_weights(q, k, SCALES[1]),
+              "length_scale", lambda model: 1.0 / math.log(model["block_size"])),
+]
