@@ -1,7 +1,7 @@
 """`python benchmarks/design_power.py [config]`: the power of a config's contest design, computed before its data.
 
 For each comparison the design decides, the probability that its interval clears every threshold at some look
-(attnlab.pipeline.group_sequential.power for a mean, a binomial simulation of the sign test for a median), at
+(attnlab.pipeline.ground.group_sequential.power for a mean, a binomial simulation of the sign test for a median), at
 planning values: the per-seed mean and spread (or share of seeds above the threshold) a settle build measured
 (CHANGELOG, "The settle build with seeds added until decided", 2026-12-05, 8 seeds), fixed before this
 config's seeds are trained. Beside it, a fixed design
@@ -17,8 +17,8 @@ from pathlib import Path
 import numpy as np
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import design, group_sequential, sign_test
-from attnlab.pipeline.plan import rounds
+from attnlab.pipeline.ground import design, group_sequential, sign_test
+from attnlab.pipeline.ground import rounds
 
 # What a settle build measured after 8 seeds, its rule's 95% confidence sequence (budget 8) per comparison, on the
 # scale the rule reads (a loss ratio as its log, a difference in nats); the mean and spread are read back from it.
@@ -36,8 +36,8 @@ def planning(name: str) -> tuple[float, float, str]:
     """(mean, sample spread, source) of one comparison: the centre of the measured sequence and the spread that
     gives its half-width at 8 seeds (the sequence's half-width over its ddof-0 spread, statistics'
     half_width_factor)."""
-    from attnlab.pipeline.confidence_sequence import tuned_precision
-    from attnlab.pipeline.statistics import half_width_factor
+    from attnlab.pipeline.ground.confidence_sequence import tuned_precision
+    from attnlab.pipeline.ground.statistics import half_width_factor
 
     low, high, source = MEASURED[name]
     factor = float(half_width_factor(SEEDS, tuned_precision(BUDGET)))

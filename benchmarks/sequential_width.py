@@ -1,7 +1,7 @@
 """`python benchmarks/sequential_width.py`: what reading the interval after every round costs in width.
 
 For each seed budget, the anytime-valid confidence sequence tuned to it
-(attnlab.pipeline.confidence_sequence): the first number of seeds at which it
+(attnlab.pipeline.ground.confidence_sequence): the first number of seeds at which it
 bounds the mean at all, and its half-width at the budget over the fixed-n
 t-interval's, both per unit of the seeds' root mean squared deviation. No
 timing: the figures are exact functions of the budget.
@@ -15,8 +15,8 @@ import math
 import numpy as np
 from scipy import stats
 
-from attnlab.pipeline import confidence_sequence as cs
-from attnlab.pipeline.statistics import CONFIDENCE
+from attnlab.pipeline.ground import confidence_sequence as cs
+from attnlab.pipeline.ground.statistics import CONFIDENCE
 
 
 def rows(budgets: list[int]) -> list[tuple[int, float, int, float]]:

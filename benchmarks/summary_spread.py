@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.contract import BASELINE, seeds_of
+from attnlab.pipeline.ground.contract import BASELINE, seeds_of
 
 SUMMARIES = ("best", "last_k_mean", "last")
 

@@ -101,7 +101,7 @@ def paper_cells() -> int:
     the count does not depend on which)."""
     from attnlab.core.config import AUTO, load_config
     from attnlab.core.studies import sweep_lrs
-    from attnlab.pipeline.plan.grid import Grid
+    from attnlab.pipeline.ground.grid import Grid
 
     cfg = load_config(REPO / "config" / "paper.yaml")
     chosen = {v: sweep_lrs(cfg)[v][0] for v in cfg["variants"] if cfg["contest"]["lr"][v] == AUTO}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnlab.pipeline import contract
+from attnlab.pipeline.ground import contract
 
 OFF = ("wrong LR", "LR at the grid's edge", "still improving")
 

@@ -1,7 +1,7 @@
 """A small synthetic results folder: every table the collect step writes, a scale ladder's tables, the ledger,
 every figure file.
 
-The tables follow the table contract (attnlab.pipeline.contract) with made-up
+The tables follow the table contract (attnlab.pipeline.ground.contract) with made-up
 losses and telemetry for five variants over three seeds; the ledger is the
 real claims code run over them; the figures are tiny images under the names
 the figure catalog gives. The writeup notebook and the report helpers run on
@@ -18,8 +18,8 @@ import pandas as pd
 from PIL import Image
 
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.plan import figure_catalog as catalog
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import figure_catalog as catalog
 
 from conftest import REPO
 

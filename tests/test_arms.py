@@ -21,7 +21,7 @@ from attnlab.core.config import validate_config
 from attnlab.core.config_types import ModelConfig
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.core.variants import NORMALISER_TWINS, NORMALISERS, VARIANTS
-from attnlab.pipeline.statistics import ONE_SEED
+from attnlab.pipeline.ground.statistics import ONE_SEED
 from attnlab.training.attention import score_class
 from attnlab.training.attention.normalisers import CROSSOVER, Renormalised, window_softmax
 from attnlab.training.model import GPT

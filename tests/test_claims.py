@@ -3,7 +3,7 @@
 Each case is built so that a wrong check would give a different verdict: a
 property plain softmax also has must not pass for A3, yat and yat_b at
 different LRs must not be compared, the kernel maps of the posts are yat_b's.
-Every verdict is one of the five words of attnlab.pipeline.statistics, and rests
+Every verdict is one of the five words of attnlab.pipeline.ground.statistics, and rests
 on an interval over seeds (or says why it has none).
 """
 
@@ -19,12 +19,13 @@ from scipy import stats
 
 from attnlab.core.config import validate_config
 from attnlab.core.telemetry_stats import average_ranks, mass_auroc
-from attnlab.pipeline import claims, contract
+from attnlab.pipeline import claims
+from attnlab.pipeline.ground import contract
 from attnlab.pipeline.tables import contest as contest_tables
 from attnlab.pipeline.tables import telemetry
-from attnlab.pipeline.plan.grid import grid
-from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
-                                         INCONCLUSIVE, ONE_SEED)
+from attnlab.pipeline.ground.grid import grid
+from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
+                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE, ONE_SEED)
 from claim_frames import OFF, off_protocol, on_protocol, sweep_frame as _sweep
 
 PUB = claims.published()
@@ -110,7 +111,7 @@ def run_check(check, protocol="paper", **frames):
 
 
 def test_verdict_words_keep_construction_apart_and_name_the_protocol():
-    from attnlab.pipeline import statistics
+    from attnlab.pipeline.ground import statistics
 
     assert set(statistics.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable",
                                         "holds by construction", "contradicted by construction"}

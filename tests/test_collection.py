@@ -24,8 +24,8 @@ import yaml
 from attnlab.core import fingerprint
 from attnlab.core.bundle_format import BUNDLE_FILE, SELF_KEY, BundleError, cell_dir, sealed, sha256_file
 from attnlab.core.config import cell_slice, validate_config
-from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve, verified_file
-from attnlab.pipeline.plan.grid import grid
+from attnlab.pipeline.ground.bundle_reader import read_bundle, read_curve, verified_file
+from attnlab.pipeline.ground.grid import grid
 from attnlab.pipeline.tables import check_bundles, check_expected, collect, load_runs
 from attnlab.pipeline.tables import main as tables_main
 from conftest import REPO
@@ -61,7 +61,7 @@ def the_slice(**train) -> dict:
 
 
 def the_grid():
-    """What the Snakefile hands the collect step for the tiny config (attnlab.pipeline.plan.grid)."""
+    """What the Snakefile hands the collect step for the tiny config (attnlab.pipeline.ground.grid)."""
     return grid(validate_config(tiny()))
 
 

@@ -7,9 +7,9 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnlab.pipeline import confidence_sequence as cs
-from attnlab.pipeline import statistics
-from attnlab.pipeline.statistics import CONFIDENCE
+from attnlab.pipeline.ground import confidence_sequence as cs
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.statistics import CONFIDENCE
 
 ALPHA = 1 - CONFIDENCE
 

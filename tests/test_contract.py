@@ -19,8 +19,9 @@ import pytest
 
 from attnlab.core.bundle_format import BUNDLE_FILE, cell_dir, sealed, sha256_file
 from attnlab.core.config import load_config
-from attnlab.pipeline import claims, contract
-from attnlab.pipeline.plan.grid import grid
+from attnlab.pipeline import claims
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.grid import grid
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 
@@ -97,8 +98,8 @@ def test_the_scan_finds_a_second_definition(source, what):
 
 
 def test_the_scan_leaves_uses_of_the_contract_alone():
-    source = ("from attnlab.pipeline.contract import BASELINE, A3_GATE_INIT\n"
-              "from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN\n"
+    source = ("from attnlab.pipeline.ground.contract import BASELINE, A3_GATE_INIT\n"
+              "from attnlab.pipeline.ground.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN\n"
               'shown = {}\nshown[f"vs {BASELINE}"] = A3_GATE_INIT * 2\n'
               'FIGURE_TABLES = ("runs", "contest", "best_lr")\nx = np.exp(-3.5)\nVARIANT = "a3"\n')
     assert second_definitions(source) == []
@@ -108,12 +109,12 @@ def test_no_pipeline_or_core_module_defines_what_the_contract_owns():
     problems = []
     for path in sorted((SRC / "pipeline").rglob("*.py")) + sorted((SRC / "core").rglob("*.py")):
         where = path.relative_to(SRC).as_posix()
-        if where == "pipeline/contract.py":
+        if where == "pipeline/ground/contract.py":
             continue
         allowed = DEFINED_IN_CORE.get(where, set())
         problems += [f"{where}:{line} defines {what}" for what, line in second_definitions(path.read_text())
                      if what not in allowed]
-    assert not problems, "read these from attnlab.pipeline.contract instead: " + "; ".join(problems)
+    assert not problems, "read these from attnlab.pipeline.ground.contract instead: " + "; ".join(problems)
 
 
 def test_the_contract_re_exports_the_trainers_constants_unchanged():
@@ -140,8 +141,11 @@ def table_names_spelled_in(text: str) -> list[str]:
 def test_the_rule_files_and_the_planning_name_no_table_but_through_the_contract():
     """Which tables a rule writes is the contract's (contract.COLLECTED, contract.written_by): the rule files and
     the planning never spell a table's name."""
+    ground = REPO / "src" / "attnlab" / "pipeline" / "ground"
+    planning = [ground / f"{name}.py" for name in ("paths", "grid", "contest_grid", "rounds", "sweep_extension",
+                                                    "bundle_reader", "build_manifest", "printer", "figure_catalog")]
     places = [REPO / "Snakefile", *(REPO / "workflow" / "rules").glob("*.smk"),
-              *(REPO / "src" / "attnlab" / "pipeline" / "plan").glob("*.py")]
+              *(REPO / "src" / "attnlab" / "pipeline" / "plan").glob("*.py"), *planning]
     assert {str(p.relative_to(REPO)): table_names_spelled_in(p.read_text()) for p in places
             if table_names_spelled_in(p.read_text()) and p.name != "figure_catalog.py"} == {}
     assert table_names_spelled_in('x = paths.TABLES / "ladder_seeds.csv"') == ["ladder_seeds"]

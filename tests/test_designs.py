@@ -11,8 +11,8 @@ import numpy as np
 import pytest
 
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import design, statistics
-from attnlab.pipeline.plan import rounds as planned
+from attnlab.pipeline.ground import design, statistics
+from attnlab.pipeline.ground import rounds as planned
 from attnlab.pipeline.tables import rounds
 
 ALPHA = 1 - statistics.CONFIDENCE

@@ -15,7 +15,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from attnlab.core.packages import installed_versions
-from attnlab.pipeline.environment import read_lock, version_drift
+from attnlab.pipeline.ground.environment import read_lock, version_drift
 from conftest import REPO
 
 LOCK = REPO / "constraints.txt"
@@ -153,7 +153,7 @@ def test_version_drift_of_a_matching_lock_is_empty(tmp_path):
 def test_environment_module_stays_jax_free():
     from processes import run
 
-    code = ("import sys, attnlab.pipeline.environment as e; e.version_drift(e.LOCK); "
+    code = ("import sys, attnlab.pipeline.ground.environment as e; e.version_drift(e.LOCK); "
             "assert 'jax' not in sys.modules and 'flax' not in sys.modules")
     result = run(["-c", code])
     assert result.returncode == 0, result.stderr[-2000:]

@@ -26,8 +26,8 @@ import yaml
 from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, cell_dir, sealed
 from attnlab.core.config import cell_slice, load_config, parse_yaml, schema, validate_config
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline.plan.bundle_reader import read_arrays, read_bundle, read_curve
-from attnlab.pipeline.plan.grid import grid
+from attnlab.pipeline.ground.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.pipeline.ground.grid import grid
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 from processes import attnlab, refused, run, snakemake, start, trainer_args, wait_for
@@ -269,7 +269,7 @@ def test_a_checkpoint_from_other_code_is_discarded_with_a_log_line(tmp_path, tra
 
 
 def _grid(variants=("softmax", "yat"), contest_lr=None, sweep_lrs=(3e-3,)):
-    """The grid the Snakefile hands the collect step (attnlab.pipeline.plan.grid) for the smoke config cut down."""
+    """The grid the Snakefile hands the collect step (attnlab.pipeline.ground.grid) for the smoke config cut down."""
     cfg = load_config(REPO / "config" / "smoke.yaml")
     cfg.update(variants=list(variants), sweep={"lrs": list(sweep_lrs), "seed": 0},
                contest={"lr": contest_lr or {v: 3e-3 for v in variants}, "seeds": [0, 1]})

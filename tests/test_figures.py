@@ -14,8 +14,8 @@ import pytest
 from PIL import Image
 
 from attnlab.core.bundle_format import CURVE_COLUMNS, format_lr
-from attnlab.pipeline import contract, score_scale as scale
-from attnlab.pipeline.plan import figure_catalog as catalog
+from attnlab.pipeline.ground import contract, score_scale as scale
+from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, score_orbit, training_maps
 from attnlab.pipeline.figures import score_scale as score_figure
 from attnlab.pipeline.figures.cells import contest_cells, shown_cells
@@ -597,7 +597,7 @@ def test_the_entropy_figure_draws_the_seed_mean_and_prints_the_tables_means(tiny
     contest = pd.read_csv(tables / "contest.csv")
     table = pd.read_csv(tables / "entropy.csv")
     entries = entropy.load_histograms(runs, contest, table)
-    from attnlab.pipeline.plan.bundle_reader import read_arrays
+    from attnlab.pipeline.ground.bundle_reader import read_arrays
 
     for entry in entries:
         cells = contest_cells(runs, contest)
@@ -654,7 +654,7 @@ def test_a3_gates_shows_the_net_effect_on_entropy_not_only_the_gate(tiny_tables)
 
 
 def test_the_forest_plot_draws_each_interval_and_says_when_there_is_none():
-    from attnlab.pipeline import statistics
+    from attnlab.pipeline.ground import statistics
     from attnlab.pipeline.figures import paired_differences
 
     contest = pd.DataFrame({"variant": ["softmax", "yat", "a3"], "lr": [3e-3, 3e-3, 1e-2],
@@ -726,7 +726,7 @@ def test_the_catalog_loads_no_drawing_code():
     """The Snakefile and the writeup read the catalog: it must not pull in matplotlib or pandas."""
     from processes import run
 
-    code = ("import sys; import attnlab.pipeline.plan.figure_catalog; "
+    code = ("import sys; import attnlab.pipeline.ground.figure_catalog; "
             "print(sorted(m for m in ('matplotlib', 'pandas') if m in sys.modules))")
     result = run(["-c", code], cwd=REPO, env={"PYTHONPATH": REPO / "src"})
     assert result.returncode == 0, result.stderr[-2000:]

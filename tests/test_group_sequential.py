@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from attnlab.pipeline import group_sequential as gs
+from attnlab.pipeline.ground import group_sequential as gs
 
 ALPHA = 0.05
 

@@ -45,7 +45,7 @@ def test_the_halves_partition_the_windows_of_every_evaluation(tiny_cfg, small_co
     bundle's curve and summary record them."""
     from attnlab.core.cell_key import CellKey
     from attnlab.core.corpus import load_corpus
-    from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
+    from attnlab.pipeline.ground.bundle_reader import read_bundle, read_curve
     from pack_of_one import train_alone
 
     corpus, sha256 = small_corpus

@@ -22,14 +22,15 @@ from attnlab.core import studies
 from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, sealed
 from attnlab.core.config import cell_slice, load_config, validate_config
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import claims, contract, statistics
-from attnlab.pipeline.plan.bundle_reader import read_bundle
+from attnlab.pipeline import claims
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.bundle_reader import read_bundle
 from attnlab.pipeline.claims import rungs, scale
-from attnlab.pipeline.plan import figure_catalog as catalog
+from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.figures.style import parse_style
-from attnlab.pipeline.plan.grid import CellKey
+from attnlab.pipeline.ground.grid import CellKey
 from attnlab.pipeline.report import scale as report_scale
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.pipeline.tables import ladder
 from conftest import REPO
 from test_contract import synthetic_bundle

@@ -390,7 +390,8 @@ def test_the_import_graph_has_no_cycle_function_level_imports_included():
 # or an earlier one. The ground is what every stage reads (the table contract, statistics, the posts' numbers).
 FLOW = (
     ("attnlab.core", 0),
-    ("attnlab.pipeline", 1),  # the ground: contract, statistics, formatting, published, environment, score_scale
+    ("attnlab.pipeline", 1),
+    ("attnlab.pipeline.ground", 1),  # what every stage reads: paths, bundles, the contract, statistics, formatting
     ("attnlab.pipeline.plan", 2),
     ("attnlab.pipeline.tables", 3),
     ("attnlab.pipeline.composability", 3),
@@ -417,7 +418,7 @@ def edges_against_the_flow() -> list[str]:
 
 
 def test_stage_places_modules_by_their_longest_prefix():
-    assert stage("attnlab.pipeline.contract") == 1 and stage("attnlab.pipeline.plan.grid") == 2
+    assert stage("attnlab.pipeline.ground.contract") == 1 and stage("attnlab.pipeline.plan.rules") == 2
     assert stage("attnlab.pipeline.report.page") == 6 and stage("attnlab.training.train") is None
 
 
@@ -425,6 +426,15 @@ def test_no_import_runs_against_the_flow_function_level_imports_included():
     """The planning reads no table code, the tables no claim, the claims no figure, the figures no report; core
     reads nothing of the pipeline (and neither side reads training: tested above)."""
     assert edges_against_the_flow() == []
+
+
+def test_the_planner_only_plans_no_stage_imports_it():
+    """What the stages share with the planner is the ground (attnlab.pipeline.ground); the planner itself is read
+    by the rule files alone."""
+    known = set(modules_under("attnlab"))
+    planner = [m for m in modules_under("attnlab") if not m.startswith("attnlab.pipeline.plan")
+               and any(t.startswith("attnlab.pipeline.plan") for t in imported_by(m, known))]
+    assert planner == []
 
 
 def test_no_rule_file_defines_a_function_or_a_lambda():

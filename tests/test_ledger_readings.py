@@ -17,8 +17,8 @@ import pytest
 from attnlab.pipeline import claims
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
-from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
-                                        INCONCLUSIVE)
+from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
+                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE)
 from claim_frames import on_protocol, sweep_frame as sweep
 
 PUB = claims.published()
@@ -99,7 +99,7 @@ def score_frame(ratio_by_seed):
 def test_five_orders_is_read_literally_beside_the_weaker_plural():
     """2,500× (3.4 orders, this build's default): 'orders of magnitude' holds, 'five orders' does not. The single
     100× rule judged the post's 'five orders' held."""
-    # six seeds: the fewest whose median has an exact sign-test 95% interval (attnlab.pipeline.sign_test)
+    # six seeds: the fewest whose median has an exact sign-test 95% interval (attnlab.pipeline.ground.sign_test)
     frames = {"score_scale": score_frame({0: 2400.0, 1: 2450.0, 2: 2500.0, 3: 2500.0, 4: 2550.0, 5: 2600.0})}
     assert run(claims.kernel_scores_larger, **frames).verdict == HOLDS
     five = run(claims.kernel_scores_five_orders, **frames)

@@ -18,7 +18,7 @@ import nbformat
 from jupytext.cli import jupytext
 
 import results_folder
-from attnlab.pipeline.plan import figure_catalog as catalog
+from attnlab.pipeline.ground import figure_catalog as catalog
 from conftest import REPO
 
 NOTEBOOK = REPO / "notebooks" / "writeup.py"

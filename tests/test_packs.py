@@ -12,7 +12,7 @@ import yaml
 from attnlab.core import studies
 from attnlab.core.config import AUTO, validate_config
 from attnlab.pipeline.plan import packs
-from attnlab.pipeline.plan.grid import Grid
+from attnlab.pipeline.ground.grid import Grid
 from attnlab.pipeline.plan.rules import Plan, bundles
 from conftest import REPO
 

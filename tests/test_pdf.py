@@ -35,7 +35,7 @@ import pytest
 from PIL import Image
 
 from attnlab.core.config import load_config
-from attnlab.pipeline.published import published
+from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.report import page, pdf
 from attnlab.pipeline.report.style import print_scale
 from conftest import BROWSER_WORKSPACE_ENV, REPO

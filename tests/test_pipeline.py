@@ -14,7 +14,7 @@ import pytest
 
 import yaml
 
-from attnlab.pipeline.plan import build_manifest
+from attnlab.pipeline.ground import build_manifest
 from conftest import REPO
 from processes import run, snakemake
 from workspace import WRITEUP_RULES, edited, make_workspace, plan, planned_cells, training_outputs
@@ -108,7 +108,7 @@ BEHAVIOUR_EDIT = "\n\ndef _added_by_the_rerun_matrix_test():\n    return 1\n"
 
 @pytest.mark.slow
 @pytest.mark.parametrize("module,expected_rule", [
-    ("pipeline/plan/bundle_reader.py", "collect_tables"),
+    ("pipeline/ground/bundle_reader.py", "collect_tables"),
     ("pipeline/tables/contest.py", "collect_tables"),
     ("pipeline/figures/lr_sweep.py", "figure_lr_sweep"),
     ("pipeline/claims/kernel_post.py", "writeup"),

@@ -18,9 +18,10 @@ import yaml
 
 from attnlab.core.errors import ConfigError
 from attnlab.core.studies import CONTEST, SWEEP
-from attnlab.pipeline import contract
-from attnlab.pipeline.design import design_of
-from attnlab.pipeline.plan import device, expectation, paths
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.design import design_of
+from attnlab.pipeline.plan import device, expectation
+from attnlab.pipeline.ground import paths
 from attnlab.pipeline.plan.rules import Plan
 from conftest import REPO
 from processes import run
@@ -276,7 +277,7 @@ def test_the_catalogs_study_of_twice_the_heads_feeds_the_ledger(workspace):
 def test_longer_training_starts_first_and_the_runs_animation_before_other_figures(workspace):
     """Snakemake starts the ready job of highest priority first: a pack's priority is its steps, so the longest
     pack is never the one left running alone at the end, and training outranks every figure."""
-    from attnlab.pipeline.plan.figure_catalog import FIGURES
+    from attnlab.pipeline.ground.figure_catalog import FIGURES
 
     plan = Plan(config_file(workspace, "default"), SRC)
     steps = plan.cell_slice(SimpleNamespace(place="runs"))["train"]["steps"]
@@ -327,7 +328,7 @@ def test_the_rule_that_adds_seeds_numbers_a_round_as_the_plan_trains_it(workspac
     import json
     import shlex
 
-    from attnlab.pipeline.plan import rounds as planned
+    from attnlab.pipeline.ground import rounds as planned
     from attnlab.pipeline.tables import rounds as rule
 
     contest = {"seeds": [0, 1], "rounds": {"max_seeds": 4, "round_size": 1, "reach": None}}
@@ -345,7 +346,7 @@ def test_a_round_the_decisions_on_disk_ask_for_and_no_build_made_is_named_by_all
     plan names that round's decision as a target of `all` (the next build trains it), and the build that left
     it says so at its end."""
     from attnlab.core.bundle_format import sealed
-    from attnlab.pipeline.plan import rounds as planned
+    from attnlab.pipeline.ground import rounds as planned
 
     rounds = {"seeds": [0, 1], "rounds": {"max_seeds": 6, "round_size": 1, "reach": None}}
     plan = Plan(config_file(workspace, "default", contest=rounds), SRC)
@@ -368,7 +369,7 @@ def test_a_decision_left_from_another_design_is_refused_by_name(workspace):
     """A later round's decision that no rule reran after the design changed (Snakemake compares no params
     downstream of a checkpoint) is not read as this design's: the plan names it and says what to do."""
     from attnlab.core.bundle_format import sealed
-    from attnlab.pipeline.plan import rounds as planned
+    from attnlab.pipeline.ground import rounds as planned
 
     def with_budget(budget):
         rounds = {"seeds": [0, 1], "rounds": {"max_seeds": budget, "round_size": 1, "reach": None}}

@@ -20,7 +20,7 @@ import yaml
 
 from attnlab.core.bundle_format import BundleError
 from attnlab.core.config import ConfigError, cell_slice, load_config, validate_config
-from attnlab.pipeline.plan.bundle_reader import read_arrays, read_bundle, read_curve
+from attnlab.pipeline.ground.bundle_reader import read_arrays, read_bundle, read_curve
 from attnlab.pipeline.tables import collect
 from conftest import REPO
 from processes import (QUICK_COMPILE_FLAGS, attnlab, build_xla_flags, refused, run, snakemake, start, trainer_args,

@@ -17,10 +17,11 @@ import pandas as pd
 import pytest
 
 import results_folder
-from attnlab.pipeline import claims, statistics
-from attnlab.pipeline.contract import A3_GATE_INIT
-from attnlab.pipeline.plan import figure_catalog as catalog
-from attnlab.pipeline import formatting
+from attnlab.pipeline import claims
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import A3_GATE_INIT
+from attnlab.pipeline.ground import figure_catalog as catalog
+from attnlab.pipeline.ground import formatting
 from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
 from conftest import REPO
@@ -259,7 +260,7 @@ def test_every_figure_in_the_catalog_is_shown_with_the_rule_and_csvs_that_made_i
 
 
 def test_a_study_reads_as_its_md_without_the_study_column(tmp_path):
-    from attnlab.pipeline.contract import columns
+    from attnlab.pipeline.ground.contract import columns
 
     row = {c: None for c in columns("study")}
     rows = [dict(row, study="kv", kv_heads=k, variant=v, lr="0.003", n_seeds=1, seeds="0", best_val_mean=m,
@@ -282,7 +283,7 @@ def test_a_study_reads_as_its_md_without_the_study_column(tmp_path):
 def test_tables_another_config_left_on_disk_are_not_this_builds(workspace):
     """The ledger and the writeup read the optional tables this build lists (results/tables/build.json), not
     every file in the folder: after a ladder build, a build without one reports no ladder and no old study."""
-    from attnlab.pipeline.plan import build_manifest
+    from attnlab.pipeline.ground import build_manifest
     from attnlab.pipeline.report import scale
 
     folder = workspace / "results" / "tables"
@@ -321,13 +322,13 @@ def test_short_names_never_break_mid_word_but_running_text_still_wraps():
 ], ids=["a folder", "truncated", "empty object", "a list", "null", "not names"])
 def test_a_build_manifest_that_is_not_one_is_refused_in_one_line_never_read_as_every_table(tmp_path, make):
     from attnlab.core.bundle_format import BundleError
-    from attnlab.pipeline.plan import build_manifest
+    from attnlab.pipeline.ground import build_manifest
 
     (tmp_path / "ladder.csv").write_text("rung\n1\n")
     make(tmp_path / build_manifest.MANIFEST)
     with pytest.raises(BundleError, match="run snakemake again, which writes it"):
         build_manifest.has_table(tmp_path, "ladder")
-    result = run(["-m", "attnlab.pipeline.plan.build_manifest", "--check", tmp_path / build_manifest.MANIFEST],
+    result = run(["-m", "attnlab.pipeline.ground.build_manifest", "--check", tmp_path / build_manifest.MANIFEST],
                  tmp_path, None, 60)
     assert result.returncode == 2 and "Traceback" not in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1 and "build.json" in result.stderr

@@ -1,6 +1,6 @@
-"""Seeds added under a declared design (attnlab.pipeline.plan.rounds, attnlab.pipeline.tables.rounds): which seeds each
-round trains, when the rule asks for another round, that the ledger's intervals are then the confidence sequence
-the rule read, and a build that adds rounds through Snakemake's checkpoints."""
+"""Seeds added under a declared design (attnlab.pipeline.ground.rounds, attnlab.pipeline.tables.rounds): which
+seeds each round trains, when the rule asks for another round, that the ledger's intervals are then the
+confidence sequence the rule read, and a build that adds rounds through Snakemake's checkpoints."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 import yaml
 
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import confidence_sequence as cs
-from attnlab.pipeline import statistics
-from attnlab.pipeline.plan import rounds as planned
+from attnlab.pipeline.ground import confidence_sequence as cs
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import rounds as planned
 from attnlab.pipeline.tables import rounds
 from processes import snakemake
 from workspace import make_workspace
@@ -175,7 +175,7 @@ def test_the_rule_reads_the_score_scale_and_the_entropy_gap_where_the_bundles_ha
 def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
     """statistics.paired, which every claim reads, gives exactly Lai's sequence written out (whose coverage under
     the build's rule test_designs measures) and says so in its text; outside, the t-interval."""
-    from attnlab.pipeline.estimate_text import interval_text
+    from attnlab.pipeline.ground.estimate_text import interval_text
 
     rng = np.random.default_rng(3)
     first, second = ({s: 1.9 + 0.02 * rng.standard_normal() for s in range(9)} for _ in range(2))

@@ -22,7 +22,7 @@ from attnlab.pipeline import claims
 from attnlab.pipeline.claims import score_papers
 from attnlab.pipeline.report import telemetry as report_telemetry
 from attnlab.pipeline.tables import display
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.training import probe
 from attnlab.training.model import GPT
 from claim_frames import off_protocol, on_protocol

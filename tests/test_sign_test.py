@@ -1,4 +1,4 @@
-"""The median with an exact sign-test interval (attnlab.pipeline.sign_test): its coverage, its exactness, and
+"""The median with an exact sign-test interval (attnlab.pipeline.ground.sign_test): its coverage, its exactness, and
 why the score-scale ratio is read by it rather than by the mean log-ratio's t-interval."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from attnlab.pipeline import sign_test as st
-from attnlab.pipeline import statistics
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED
+from attnlab.pipeline.ground import sign_test as st
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED
 
 # The kernel post's score-scale ratio as this project's contest seeds have read it: per seed, yat's largest
 # trained score over softmax's.

@@ -13,11 +13,12 @@ from scipy import stats
 from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import claims, contract, statistics, tables
-from attnlab.pipeline import estimate_text
+from attnlab.pipeline import claims, tables
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims.scale import is_ladder_row
-from attnlab.pipeline.plan.grid import grid
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.grid import grid
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
 from claim_frames import on_protocol
 
 PUB = claims.published()
@@ -472,7 +473,7 @@ def test_each_variant_may_sweep_its_own_lrs_and_a_best_lr_at_the_grid_edge_is_fl
 def test_holm_steps_down_where_each_claim_alone_would_pass():
     """Three p-values each under 0.05: a per-claim rule settles all three; Holm's step-down holds the smallest
     to 0.05 / 3 and settles none. With a small enough first p it goes on down the list."""
-    from attnlab.pipeline.statistics import holm
+    from attnlab.pipeline.ground.statistics import holm
 
     assert holm({"a": 0.03, "b": 0.04, "c": 0.045}) == set()
     assert holm({"a": 0.001, "b": 0.02, "c": 0.045}) == {"a", "b", "c"}
@@ -483,7 +484,7 @@ def test_holm_steps_down_where_each_claim_alone_would_pass():
 @pytest.mark.parametrize("shift", [0.0, 0.004, 0.01, 0.03])
 def test_a_verdicts_p_value_agrees_with_its_interval(shift):
     """A one-sided p under 2.5% exactly when the 95% interval clears the threshold on that side."""
-    from attnlab.pipeline.statistics import mean_interval, one_sided
+    from attnlab.pipeline.ground.statistics import mean_interval, one_sided
 
     estimate = mean_interval([1.0 + shift, 1.01 + shift, 0.995 + shift])
     verdict = one_sided(estimate, 1.0, above=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import contract
+from attnlab.pipeline.ground import contract
 
 REPO = Path(__file__).resolve().parents[1]
 

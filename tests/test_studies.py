@@ -15,10 +15,10 @@ import yaml
 
 from attnlab.core.config import ConfigError, cell_slice, load_config, schema, validate_config
 from attnlab.core.studies import point_text
-from attnlab.pipeline import statistics
-from attnlab.pipeline.plan import paths
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import paths
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.plan.grid import Grid, check_corpus_room
+from attnlab.pipeline.ground.grid import Grid, check_corpus_room
 from attnlab.pipeline.tables.study import study_table, write_study
 from conftest import REPO
 from processes import snakemake
@@ -300,7 +300,7 @@ def test_a_new_study_needs_config_lines_only_and_its_edit_reruns_only_its_cells(
 
 
 def test_runs_csv_names_the_built_in_studies_of_each_cell():
-    from attnlab.pipeline.plan.grid import grid
+    from attnlab.pipeline.ground.grid import grid
     from attnlab.pipeline.tables.study import built_in_study
 
     chosen = {"softmax": 0.003, "yat": 0.01, "yat_b": 0.01, "a3": 0.01}

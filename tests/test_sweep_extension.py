@@ -1,4 +1,4 @@
-"""A sweep that brackets (sweep.extend; attnlab.pipeline.plan.sweep_extension): where a variant's best LR sits at an
+"""A sweep that brackets (sweep.extend; attnlab.pipeline.ground.sweep_extension): where a variant's best LR sits at an
 edge of its grid, the build's extend_sweep step asks for one more LR past that edge, until the best is inside or
 the limit is reached, and the ledger says which."""
 
@@ -17,8 +17,9 @@ from attnlab.core import studies
 from attnlab.core.config import cell_slice, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.claims.protocol import inside_grid
-from attnlab.pipeline.plan import packs, sweep_extension
-from attnlab.pipeline.plan.grid import Grid
+from attnlab.pipeline.plan import packs
+from attnlab.pipeline.ground import sweep_extension
+from attnlab.pipeline.ground.grid import Grid
 from attnlab.pipeline.plan.rules import Plan, bundles
 from attnlab.pipeline.tables.cli import main as tables_main
 from conftest import REPO
@@ -146,7 +147,7 @@ def test_a_config_without_extend_keeps_its_grid_and_its_collect_params(tmp_path)
     del cfg["sweep"]["extend"]
     cfg = validate_config(cfg)
     assert sweep_extension.limit(cfg) == 0 and sweep_extension.all_candidates(cfg) == {}
-    from attnlab.pipeline.plan.grid import grid
+    from attnlab.pipeline.ground.grid import grid
 
     assert "sweep_extend" not in grid(cfg).to_json() and cell_slice(cfg)
 

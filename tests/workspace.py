@@ -11,7 +11,7 @@ from conftest import CACHE_DIR_ENV, REPO
 from processes import snakemake
 
 def _printer() -> bool:
-    from attnlab.pipeline.plan.printer import PrintError, find_browser
+    from attnlab.pipeline.ground.printer import PrintError, find_browser
 
     try:
         return bool(find_browser())

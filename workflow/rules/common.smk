@@ -23,8 +23,9 @@ from snakemake.logging import logger  # noqa: E402
 
 from attnlab.core import fingerprint as code  # noqa: E402
 from attnlab.core.errors import ConfigError  # noqa: E402
-from attnlab.pipeline import contract  # noqa: E402
-from attnlab.pipeline.plan import expectation, paths  # noqa: E402
+from attnlab.pipeline.ground import contract  # noqa: E402
+from attnlab.pipeline.plan import expectation
+from attnlab.pipeline.ground import paths  # noqa: E402
 from attnlab.pipeline.plan.config_file import snakemake_config_file  # noqa: E402
 from attnlab.pipeline.plan.rules import Plan, export  # noqa: E402
 

@@ -1,4 +1,4 @@
-# One rule per figure, generated from the figure catalog (attnlab.pipeline.plan.figure_catalog): its
+# One rule per figure, generated from the figure catalog (attnlab.pipeline.ground.figure_catalog): its
 # module, the tables it reads, its outputs and its caption. A figure reads tables (and the bundles
 # runs.csv points at), never trains; its params are the fingerprint of the code it imports and the
 # `figures` config section, so editing one figure module or a colour reruns only figures. The figures

@@ -1,4 +1,4 @@
-# Seeds added until decided (contest.rounds; attnlab.pipeline.plan.rounds, attnlab.pipeline.tables.rounds). Round 0 is contest.seeds. After each
+# Seeds added until decided (contest.rounds; attnlab.pipeline.ground.rounds, attnlab.pipeline.tables.rounds). Round 0 is contest.seeds. After each
 # round, the seed_round checkpoint reads the contest cells of the rounds so far and decides whether the next
 # round's seeds are needed; the plan asks for round r + 1 only when round r has asked for it
 # (Plan.decided_rounds), so a later round's training packs run only then. Without contest.rounds nothing

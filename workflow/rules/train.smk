@@ -90,7 +90,7 @@ checkpoint select_lr:
         "python -m attnlab.pipeline.tables select-lr --out {output.choice} {input.bundles} > {log} 2>&1"
 
 
-# A sweep that brackets (sweep.extend; attnlab.pipeline.plan.sweep_extension): step k reads the variant's grid and
+# A sweep that brackets (sweep.extend; attnlab.pipeline.ground.sweep_extension): step k reads the variant's grid and
 # the k LRs added so far, and asks for one more beyond an edge while the best sits there and the limit allows;
 # select_lr reads the cells of every LR the steps added.
 checkpoint extend_sweep:

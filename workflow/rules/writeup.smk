@@ -1,6 +1,6 @@
 # The ledger (one row per claim, readable without the notebook), the build manifest (this build's optional
 # tables, so that the ledger and the writeup never report another config's ladder or study tables still on
-# disk: attnlab.pipeline.plan.build_manifest) and the writeup. The writeup reports whether this build ran on
+# disk: attnlab.pipeline.ground.build_manifest) and the writeup. The writeup reports whether this build ran on
 # the locked environment (its "Version drift" line), so it depends on the lock and on what is installed:
 # editing constraints.txt, or installing other versions of the packages it pins, reruns it.
 
@@ -13,11 +13,11 @@ rule build_manifest:
     localrule: True
     params:
         tables=PLAN.optional_tables,
-        code=PLAN.pipeline_code("attnlab.pipeline.plan.build_manifest"),
+        code=PLAN.pipeline_code("attnlab.pipeline.ground.build_manifest"),
     message:
         "Listing this build's optional tables"
     shell:
-        "python -m attnlab.pipeline.plan.build_manifest --out {output} {params.tables} > {log} 2>&1"
+        "python -m attnlab.pipeline.ground.build_manifest --out {output} {params.tables} > {log} 2>&1"
 
 
 rule ledger:
@@ -70,7 +70,7 @@ rule writeup:
         code=PLAN.pipeline_code(
             "attnlab.pipeline.claims",
             "attnlab.pipeline.report",
-            "attnlab.pipeline.environment",
+            "attnlab.pipeline.ground.environment",
             "attnlab.core.telemetry_stats",
         ),
         environment=PLAN.locked_versions,
@@ -82,7 +82,7 @@ rule writeup:
         # Build in a scratch folder, then move: a failed execution leaves no half-written writeup,
         # and the trap removes the scratch folder whether the build succeeds or fails.
         # The manifest is read strictly first: one line names a build.json that is not one, and the fix.
-        "python -m attnlab.pipeline.plan.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
+        "python -m attnlab.pipeline.ground.build_manifest --check {input.manifest} 2> {log} || {{ cat {log} >&2; exit 2; }}; "
         "scratch=$(mktemp -d {params.scratch}) && trap 'rm -rf \"$scratch\"' EXIT && "
         "(ATTNLAB_RESULTS={params.results} jupytext --to ipynb --execute --run-path . {input.notebook} "
         "-o $scratch/writeup.ipynb && "

@@ -4,7 +4,7 @@ results/runs/<variant>/lr<lr>/seed<seed>/ holds bundle.json (summary and
 provenance, plus the sha256 of every other file), curve.csv, telemetry.npz,
 attention.npz and params/ (Orbax). The writer (attnlab.training.files.bundle_writer)
 stages the folder and renames it in one step; the reader
-(attnlab.pipeline.plan.bundle_reader) checks every listed hash.
+(attnlab.pipeline.ground.bundle_reader) checks every listed hash.
 """
 
 from __future__ import annotations

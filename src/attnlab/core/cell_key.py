@@ -1,6 +1,6 @@
 """The key of one cell: variant, LR as its exact text, seed, study and the study's axis values at the cell.
 
-Kept apart from the grid (attnlab.pipeline.plan.grid, which loads the config
+Kept apart from the grid (attnlab.pipeline.ground.grid, which loads the config
 machinery) so that tables reading keys depend on this small value alone.
 """
 

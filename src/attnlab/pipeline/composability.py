@@ -34,9 +34,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from attnlab.pipeline import contract
-from attnlab.pipeline.contract import COMPOSABILITY_CHECKS
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, NOT_TESTABLE
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.contract import COMPOSABILITY_CHECKS
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, NOT_TESTABLE
 
 STEP0_NATS = 1e-4  # |dense - blockwise| validation loss at step 0 (same parameters): float32 rounding
 DRIFT_RELATIVE = 0.01  # |dense - blockwise| best validation loss, relative to the dense one
@@ -154,7 +154,7 @@ def composability(runs: pd.DataFrame, heads: int | None = None, variant: str = "
 
 def runs_from_bundles(bundle_dirs: list[Path]) -> pd.DataFrame:
     """One row per composability bundle (hash-checked through the one bundle reader)."""
-    from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
+    from attnlab.pipeline.ground.bundle_reader import read_bundle, read_curve
 
     rows = []
     for folder in bundle_dirs:

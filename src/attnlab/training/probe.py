@@ -40,7 +40,7 @@ def probe_batch(model, x: jnp.ndarray, y: jnp.ndarray, min_keys: int) -> dict[st
     return result
 
 
-SCORE_QUANTILE = 0.999  # attnlab.pipeline.contract.QUANTILE_NAME
+SCORE_QUANTILE = 0.999  # attnlab.pipeline.ground.contract.QUANTILE_NAME
 
 
 def visible_quantile(scores: jnp.ndarray, q: float) -> jnp.ndarray:

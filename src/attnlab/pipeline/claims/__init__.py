@@ -6,7 +6,7 @@ protocol it was measured at (runs.csv's config.name). A check compares like with
 like (the same variant and LR as the published number beside it; where a
 published number itself mixes conditions, the row's note says so) and is one
 the claim's negation would fail. Comparisons between variants are paired by
-seed, and every interval comes from attnlab.pipeline.statistics. A verdict is
+seed, and every interval comes from attnlab.pipeline.ground.statistics. A verdict is
 one of six:
 
 - holds: the interval lies inside what the claim says;

@@ -9,14 +9,14 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, judged,
                                             lr_text, stability_text, table_of, untestable)
-from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, every, one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, every, one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 
 ROW_SUM_TOLERANCE = 5e-3  # float16 storage of the maps
 EXACT_TOLERANCE = 1e-3  # max |A3 - softmax| that would count as starting at softmax

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import math
 
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (BEYOND, Claim, at_protocol, contest_losses, judged, lr_text, table_of,
                                             untestable)
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 
 RULE = pp.Rule(words.CONTROL, "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
                "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",

@@ -8,14 +8,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import protocol as preconditions
-from attnlab.pipeline import contract
-from attnlab.pipeline.formatting import lr_text  # noqa: F401  (re-exported: how the checks write an LR)
-from attnlab.pipeline.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
-from attnlab.pipeline.estimate_text import interval_text
-from attnlab.pipeline.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
-                                        INCONCLUSIVE, Estimate, Verdict, inconclusive_at, not_testable)
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.formatting import lr_text  # noqa: F401  (re-exported: how the checks write an LR)
+from attnlab.pipeline.ground.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
+from attnlab.pipeline.ground.estimate_text import interval_text
+from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
+                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE, Estimate, Verdict, inconclusive_at,
+                                                not_testable)
 
 # Where each claim comes from: the ledger's source column. How the writeup cites each is published.yaml's
 # `sources`, keyed by these words.

@@ -10,17 +10,17 @@ import math
 import numpy as np
 import pandas as pd
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline import estimate_text
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, contest_losses,
                                             contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
-from attnlab.pipeline.contract import at_lr
-from attnlab.pipeline.published import quality_band, table_gap
-from attnlab.pipeline.statistics import CONFIDENCE, every, in_range, one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.contract import at_lr
+from attnlab.pipeline.ground.published import quality_band, table_gap
+from attnlab.pipeline.ground.statistics import CONFIDENCE, every, in_range, one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 
 # What each claim says, as numbers.
 DEATH_GAP = 1.0  # nats above the best other sweep LR that count as dead (the post's dead cell: +1.10 at 1e-2)

@@ -12,16 +12,16 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import sign_test, statistics
+from attnlab.pipeline.ground import sign_test, statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged,
                                             per_seed, lr_text, ratio, stability_text, table_of,
                                             untestable)
-from attnlab.pipeline.contract import (ORDERS_OF_MAGNITUDE, QUANTILE_COLUMN, QUANTILE_NAME, SEED_MEAN_OVER_LAYERS,
-                                      SHARE_DIFFUSE, SHARE_SHARP)
-from attnlab.pipeline.statistics import every, in_range, one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.contract import (ORDERS_OF_MAGNITUDE, QUANTILE_COLUMN, QUANTILE_NAME,
+                                              SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP)
+from attnlab.pipeline.ground.statistics import every, in_range, one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 
 SEVERAL_FOLD = 2.0  # "several-fold": yat / yat_b max score at least this
 AUROC_NULL = 0.03  # "AUROC ≈ 0.5": |AUROC - 0.5| at most this
@@ -90,7 +90,7 @@ def _seed_mean_range(cells: pd.DataFrame) -> tuple[float, float]:
 
 def scale_check(rule: pp.Rule, bar: float, name: str, function: str):
     """The score-scale check at one reading of the post's words: the median per-seed max-score ratio, with its
-    exact sign-test interval, against `bar` (attnlab.pipeline.sign_test); the mean log-ratio is a second
+    exact sign-test interval, against `bar` (attnlab.pipeline.ground.sign_test); the mean log-ratio is a second
     reading, in the note."""
     def check(t, pub, protocol) -> Claim:
         ps = pub["score_scale"]

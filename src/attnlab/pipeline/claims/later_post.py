@@ -4,13 +4,13 @@ than under the l1 normaliser. Read from the contest table."""
 from __future__ import annotations
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, contest_losses, contest_lr_text,
                                             contest_row, judged, untestable)
-from attnlab.pipeline.statistics import one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.statistics import one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 
 RULE = pp.Rule(words.LATER, "yat_b_exp − yat_b best validation loss, paired by contest seed, each at its contest "
                "LR", "below 0", "0: the direction the later post reported",

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.design import Design
-from attnlab.pipeline.plan import build_manifest
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.design import Design
+from attnlab.pipeline.ground import build_manifest
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
                                              a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
                                              a3_valid_distributions)
@@ -43,7 +43,7 @@ CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_fiv
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
     """Every table the ledger reads; the composability and ladder tables only where this build ran that study:
     those `optional` names (as the ledger rule passes them), else those the folder's build lists
-    (attnlab.pipeline.plan.build_manifest), never a table an earlier config left in the folder."""
+    (attnlab.pipeline.ground.build_manifest), never a table an earlier config left in the folder."""
     tables = {name: _read(Path(tables_dir) / f"{name}.csv") for name in contract.COLLECTED}
     for name in contract.LEDGER_OPTIONAL:
         listed = build_manifest.has_table(tables_dir, name) if optional is None else name in optional

@@ -25,8 +25,8 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.claims.words import Words
-from attnlab.pipeline.contract import READING
-from attnlab.pipeline.formatting import lr_text
+from attnlab.pipeline.ground.contract import READING
+from attnlab.pipeline.ground.formatting import lr_text
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 OWN_BEST_LR = "each variant at its own best sweep LR"

@@ -3,7 +3,7 @@ other claim holds. Read from the ladder_seeds and ladder_claims tables (attnlab.
 attnlab.pipeline.claims.rungs); a build without a ladder has none of these rows.
 
 A trend is one regression over every rung × seed paired difference at the
-ladder's length (attnlab.pipeline.statistics.slope_with_seed_effect): the
+ladder's length (attnlab.pipeline.ground.statistics.slope_with_seed_effect): the
 least-squares slope against log10 of the parameter count with one intercept
 per seed (each seed's rungs share its batches), and its t-interval on the
 residual degrees of freedom. A claim that a difference shrinks with scale holds
@@ -18,15 +18,15 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
-from attnlab.pipeline import estimate_text
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, judged, stability_text,
                                             table_of, untestable)
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
-from attnlab.pipeline.estimate_text import describe
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
+from attnlab.pipeline.ground.estimate_text import describe
 from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, length_text, params_text
 
 TREND_UNIT = "nats per tenfold parameters"

@@ -20,16 +20,16 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract, statistics
+from attnlab.pipeline.ground import contract, statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, SSMAX_PAPER,
                                             STICKBREAKING_PAPER, Claim, at_protocol, contest_losses,
                                             contest_lr_text, contest_row, contest_values, judged, pct, table_of,
                                             untestable)
 from attnlab.pipeline.claims.words import title
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.estimate_text import describe, interval_text
-from attnlab.pipeline.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.estimate_text import describe, interval_text
+from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
 
 SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority margin (module docstring)
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this

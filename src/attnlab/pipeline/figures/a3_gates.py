@@ -16,8 +16,8 @@ import pandas as pd
 from matplotlib.ticker import MaxNLocator
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.contract import A3_GATE_INIT as GATE_INIT
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground.contract import A3_GATE_INIT as GATE_INIT
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.heatmap import bounded_norm, centred_norm, layer_head_heatmap
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import empty_note, new_figure, title

@@ -11,9 +11,9 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract
-from attnlab.pipeline.plan.bundle_reader import check_collected
-from attnlab.pipeline.plan.paths import workspace_of
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.bundle_reader import check_collected
+from attnlab.pipeline.ground.paths import workspace_of
 
 RUNS = "runs"  # the one table whose rows point at bundles
 

@@ -6,7 +6,7 @@ import sys
 
 import numpy as np
 
-from attnlab.pipeline.plan.bundle_reader import read_arrays
+from attnlab.pipeline.ground.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.maps import (MAP_LEFT, ROW_LABEL, cell_lines, draw_map, fit_maps, map_colorbar,

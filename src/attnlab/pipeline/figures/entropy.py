@@ -11,8 +11,8 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
-from attnlab.pipeline.plan.bundle_reader import read_arrays
-from attnlab.pipeline.contract import SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.ground.bundle_reader import read_arrays
+from attnlab.pipeline.ground.contract import SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (MARKER_EDGE, MAX_HEIGHT, TEXT_WIDTH, empty_note, title, variant_color,

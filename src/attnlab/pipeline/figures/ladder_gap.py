@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, paper_handle, paper_marks, params_axis, variants_of
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import TEXT_WIDTH, empty_note, new_figure, variant_color, wrap

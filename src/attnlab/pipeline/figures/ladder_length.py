@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, variants_of
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import LOSS_LABEL, empty_note, new_figure, title, variant_color

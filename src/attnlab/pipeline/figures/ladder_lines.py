@@ -15,8 +15,8 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter
 
-from attnlab.pipeline.published import published
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground.published import published
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.style import MARKER_EDGE, variant_color, variant_handle, variant_marker
 from attnlab.pipeline.tables.ladder import INTERVALS, params_text
 

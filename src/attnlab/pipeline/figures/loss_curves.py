@@ -8,7 +8,7 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.plan.bundle_reader import read_curve
+from attnlab.pipeline.ground.bundle_reader import read_curve
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (LOSS_LABEL, MARKER_EDGE, empty_note, new_figure, title, variant_color,

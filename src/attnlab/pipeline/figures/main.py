@@ -4,7 +4,7 @@ A figure module is two functions, load(tables, style) -> data and
 draw(data, style) -> a matplotlib figure or an Animation; figure_main reads the
 arguments, the tables and the style, and writes what draw returns (atomically).
 Which tables each figure reads is the catalog's business
-(attnlab.pipeline.plan.figure_catalog), so this module does not import it: adding
+(attnlab.pipeline.ground.figure_catalog), so this module does not import it: adding
 a figure to the catalog redraws no other figure.
 """
 

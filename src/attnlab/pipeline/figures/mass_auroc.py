@@ -16,7 +16,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.plan.bundle_reader import read_arrays
+from attnlab.pipeline.ground.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import contest_cells, lr_keys, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (MARKER_EDGE, MAX_HEIGHT, TEXT_WIDTH, empty_note, title, variant_color,

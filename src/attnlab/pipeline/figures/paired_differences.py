@@ -18,8 +18,8 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (MARKER_EDGE, TEXT_WIDTH, empty_note, new_figure, variant_color,

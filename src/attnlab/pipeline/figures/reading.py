@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.patches import Rectangle
 
-from attnlab.pipeline.plan.bundle_reader import read_arrays
+from attnlab.pipeline.ground.bundle_reader import read_arrays
 from attnlab.pipeline.figures.cells import cell_label, shown_cells, variant_order
 from attnlab.pipeline.figures.gif import Animation, gif_dpi
 from attnlab.pipeline.figures.main import figure_main

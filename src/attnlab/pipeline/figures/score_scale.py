@@ -7,7 +7,7 @@ seed_mean_over_layers_of_max_score) is the summary the posts quote; a
 variant's max score is its largest over layers and seeds. The number printed
 under its name is the score-scale table's own ratio to softmax: each seed's
 max score over softmax's of the same seed, the geometric mean over the seeds
-(attnlab.pipeline.score_scale computes both), so it is not the ratio of the
+(attnlab.pipeline.ground.score_scale computes both), so it is not the ratio of the
 two max scores drawn, which may come from different seeds.
 """
 
@@ -20,13 +20,13 @@ import pandas as pd
 from matplotlib.lines import Line2D
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
 from attnlab.pipeline.figures.cells import variant_order
 from attnlab.pipeline.figures.main import figure_main
 from attnlab.pipeline.figures.style import (MARKER_EDGE, empty_note, new_figure, title, variant_color, variant_handle,
                                             variant_marker)
-from attnlab.pipeline.score_scale import max_score_ratios, max_scores, seed_means, times
+from attnlab.pipeline.ground.score_scale import max_score_ratios, max_scores, seed_means, times
 
 DODGE = 0.08  # layers between neighbouring variants' points
 SEEDS_AT, MAX_AT = -0.14, 0.2  # x offsets within a variant's column: its seeds (and range bar), its max score

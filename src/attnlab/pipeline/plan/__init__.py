@@ -1,5 +1,4 @@
-"""The front of the flow: which cells a config asks for, where their bundles live, and what each rule reads.
-
-`rules.Plan` is what workflow/rules/*.smk call; the grid, the paths, the bundle
-reader and the build manifest are its parts. Pipeline side: no JAX.
+"""The planner: which cells and rules a config asks for, in what packs, on which device, and what each rule
+reads (`rules.Plan`, which workflow/rules/*.smk call). What the stages share with it lives in
+attnlab.pipeline.ground. Pipeline side: no JAX.
 """

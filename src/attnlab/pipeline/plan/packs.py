@@ -28,7 +28,7 @@ from pathlib import Path
 from attnlab.core.config import AUTO
 from attnlab.core.bundle_format import format_lr
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.plan import paths
+from attnlab.pipeline.ground import paths
 
 PENDING_LR = -1.0  # stands for an 'auto' LR not chosen yet: no config can train at it (LRs are positive)
 PENDING = format_lr(PENDING_LR)

@@ -28,17 +28,18 @@ from attnlab.core.packages import installed_versions
 from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import bytes_text, device_memory
 from attnlab.core.strict_yaml import parse_yaml
-from attnlab.pipeline import contract, environment
-from attnlab.pipeline.design import design_of
-from attnlab.pipeline.plan import figure_catalog
-from attnlab.pipeline.plan import device, ending, expectation, packs, paths, printer, rounds, sweep_extension
-from attnlab.pipeline.plan.grid import Grid, check_corpus_room, grid, local_corpus
+from attnlab.pipeline.ground import contract, environment
+from attnlab.pipeline.ground.design import design_of
+from attnlab.pipeline.ground import figure_catalog
+from attnlab.pipeline.plan import device, ending, expectation, packs
+from attnlab.pipeline.ground import paths, printer, rounds, sweep_extension
+from attnlab.pipeline.ground.grid import Grid, check_corpus_room, grid, local_corpus
 
 TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
 TWICE_THE_HEADS = studies_mod.TWICE_THE_HEADS
 COMPOSABILITY = "composability"
-PUBLISHED = Path("attnlab") / "pipeline" / "published.yaml"  # under src/: the protocol the posts published at
+PUBLISHED = Path("attnlab") / "pipeline" / "ground" / "published.yaml"  # under src/: the posts' protocol
 
 
 def quoted(value) -> str:
@@ -66,12 +67,12 @@ class Plan:
         # Training jobs: one per pack of cells (attnlab.pipeline.plan.packs), or the one rule train_cell per cell.
         self.pack_size = self.config["execution"]["pack_size"]
         # Seeds added until decided (contest.rounds): the first round is contest.seeds, each later one trains only
-        # once the seed_round checkpoint of the round before asks for it (attnlab.pipeline.plan.rounds).
+        # once the seed_round checkpoint of the round before asks for it (attnlab.pipeline.ground.rounds).
         rounds.check_rounds(self.config, str(self.config_file))
         self.round_seeds = rounds.round_seeds(self.config)
         self.rounds = len(self.round_seeds) > 1
         # A sweep that brackets (sweep.extend): every LR a variant's sweep may add beyond its grid, known now;
-        # the extend_sweep checkpoints decide which train (attnlab.pipeline.plan.sweep_extension).
+        # the extend_sweep checkpoints decide which train (attnlab.pipeline.ground.sweep_extension).
         sweep_extension.check(self.config, str(self.config_file))
         self.extend = sweep_extension.limit(self.config)
         self.beyond_grid = sweep_extension.all_candidates(self.config)
@@ -192,7 +193,7 @@ class Plan:
         added until decided, every round's seeds (asks the seed_round checkpoints)."""
         return Grid(self.decided_config(), self.selected_lrs())
 
-    # ---- seeds added until decided (attnlab.pipeline.plan.rounds)
+    # ---- seeds added until decided (attnlab.pipeline.ground.rounds)
 
     def _round_packs(self) -> list[packs.Pack]:
         """The training packs of every later round: that round's contest cells alone (their LR pending for an
@@ -204,7 +205,7 @@ class Plan:
                      for pack in packs.partition(later.bundles(studies_mod.CONTEST), self.pack_size)]
         return made
 
-    # ---- a sweep that brackets (attnlab.pipeline.plan.sweep_extension)
+    # ---- a sweep that brackets (attnlab.pipeline.ground.sweep_extension)
 
     def _extension_packs(self) -> list[packs.Pack]:
         """One training pack per LR a sweep may add beyond its grid: its cells at the sweep seeds, named when the
@@ -254,7 +255,7 @@ class Plan:
         no params): an edit of the grid or the limit reruns the variant's steps by this file's time."""
         return self.sweep_settings[wildcards.variant]
 
-    # ---- seeds added until decided (attnlab.pipeline.plan.rounds), continued
+    # ---- seeds added until decided (attnlab.pipeline.ground.rounds), continued
 
     def decisions(self, through: int | None = None) -> list[dict]:
         """The rounds' decisions the build made, in order, up to round `through` (excluded; all when None),

@@ -7,7 +7,7 @@
 - ledger: the claim → verdict summary, the full ledger, the posts cited;
 - pdf: the page printed to PDF (headless Chromium), A4 or Letter, with page numbers and the running title.
 
-Numbers are written by attnlab.pipeline.formatting, as in the tables' .md and .tex.
+Numbers are written by attnlab.pipeline.ground.formatting, as in the tables' .md and .tex.
 Nothing here derives what a table holds: the tables (attnlab.pipeline.tables) and the
 ledger (attnlab.pipeline.claims) compute, these modules present. The package imports
 every module but pdf, so the writeup rule's code fingerprint of it covers them all; pdf

@@ -1,7 +1,7 @@
 """The writeup's A³ section: where A³ starts (step-0 maps), what its gate and bias did per layer, and whether a
 learned per-head temperature (softmax_t) closes A³'s gain over the baseline.
 
-A³'s gate starts at σ(b_g) with b_g = 3 (attnlab.pipeline.contract.A3_GATE_INIT), so A³ starts at the
+A³'s gate starts at σ(b_g) with b_g = 3 (attnlab.pipeline.ground.contract.A3_GATE_INIT), so A³ starts at the
 baseline's softmax at temperature 1/σ(3), computed here from that constant, never typed.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.constants import A3_GATE_BIAS_INIT
-from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE
-from attnlab.pipeline.formatting import MISSING, fixed, signed
+from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
+from attnlab.pipeline.ground.formatting import MISSING, fixed, signed
 
 START_TEMPERATURE = 1.0 / A3_GATE_INIT  # A³ at init is softmax(σ(3)·S): softmax at temperature 1/σ(3)
 

@@ -11,10 +11,10 @@ import html
 
 import pandas as pd
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
-from attnlab.pipeline.formatting import difference, finite, plural
+from attnlab.pipeline.ground.formatting import difference, finite, plural
 from attnlab.pipeline.report.ledger import POSTS, SURVIVES, posts_claims, reference_number, sources, tally, verdict_kind
 
 # What each variant computes, in words (docs/variants.md's table says the same).

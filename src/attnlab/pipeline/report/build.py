@@ -12,20 +12,20 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.config import load_config
-from attnlab.pipeline import contract, environment
-from attnlab.pipeline.plan import build_manifest, paths
+from attnlab.pipeline.ground import contract, environment
+from attnlab.pipeline.ground import build_manifest, paths
 from attnlab.pipeline.claims import build_protocol, published
 from attnlab.pipeline.tables import study as tables_study
 from attnlab.pipeline.tables.display import human
-from attnlab.pipeline.plan.paths import results_dir
-from attnlab.pipeline.formatting import finite, plural
+from attnlab.pipeline.ground.paths import results_dir
+from attnlab.pipeline.ground.formatting import finite, plural
 
 PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", "pandas", "snakemake")
 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
     """Every table the collect step writes (the table contract), and the composability and seed_rounds tables when the
-    build has them (attnlab.pipeline.plan.build_manifest)."""
+    build has them (attnlab.pipeline.ground.build_manifest)."""
     tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
     for name in ("composability", "seed_rounds"):  # the composability study; seeds added until decided
         if build_manifest.has_table(folder, name):
@@ -35,7 +35,7 @@ def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
 
 def load_studies(folder: Path) -> dict[str, pd.DataFrame]:
     """The config's own studies' tables (study_<name>.csv), by study name, in name order: this build's studies
-    only (attnlab.pipeline.plan.build_manifest), not one an earlier config left in the folder."""
+    only (attnlab.pipeline.ground.build_manifest), not one an earlier config left in the folder."""
     prefix = paths.study_file("")
     return {path.stem.removeprefix(prefix): pd.read_csv(path)
             for path in sorted(Path(folder).glob(f"{prefix}*.csv")) if build_manifest.has_table(folder, path.stem)}

@@ -3,7 +3,7 @@ and their prose.
 
 Each table is shown as its .md shows it (attnlab.pipeline.tables.display);
 each variant is compared with the baseline seed by seed (the contest table's
-paired columns, from attnlab.pipeline.statistics); the published numbers stand
+paired columns, from attnlab.pipeline.ground.statistics); the published numbers stand
 beside this build's only when the build ran the published protocol.
 """
 
@@ -12,12 +12,12 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.contract import BASELINE, seeds_of
-from attnlab.pipeline.design import FIXED, Design
-from attnlab.pipeline.plan.rounds import ENTROPY, LARGEST_SCORE, LOSS
-from attnlab.pipeline.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
+from attnlab.pipeline.ground.contract import BASELINE, seeds_of
+from attnlab.pipeline.ground.design import FIXED, Design
+from attnlab.pipeline.ground.rounds import ENTROPY, LARGEST_SCORE, LOSS
+from attnlab.pipeline.ground.formatting import MISSING, finite, interval, mean_pm, percent, plural, signed
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 

@@ -13,16 +13,16 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.claims.scale import ON_THE_LADDER
 from attnlab.pipeline.claims.ledger import FALLS, POSTS, SURVIVES  # noqa: F401  (the abstract's POSTS, SURVIVES)
-from attnlab.pipeline.formatting import MISSING
+from attnlab.pipeline.ground.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
 
-# The ledger's verdicts (attnlab.pipeline.statistics) and how each is coloured; the two settled by construction
+# The ledger's verdicts (attnlab.pipeline.ground.statistics) and how each is coloured; the two settled by construction
 # first, so a verdict is read by its longest first words, and counted apart from the experiments.
 VERDICT_CLASSES = ((statistics.HOLDS_BY_CONSTRUCTION, "construction"),
                    (statistics.CONTRADICTED_BY_CONSTRUCTION, "construction-fails"),

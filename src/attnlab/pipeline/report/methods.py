@@ -11,9 +11,9 @@ import pandas as pd
 
 from attnlab.core.config import load_config
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.formatting import plural, lr_text
-from attnlab.pipeline.plan.paths import results_dir
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.formatting import plural, lr_text
+from attnlab.pipeline.ground.paths import results_dir
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
 PROTOCOL_ROWS = ("parameters (softmax)", "d_model / layers / heads", "context (characters)", "batch (windows)",

@@ -4,7 +4,7 @@ The page is one self-contained file: figures are inlined (PNG, or an animated
 GIF with its still poster frame for print), tables are HTML of display strings
 (text left, numbers right, a numbered caption above), and every table and
 figure carries an id the summary links to. A figure is named as the figure
-catalog (attnlab.pipeline.plan.figure_catalog) names it; its caption is the
+catalog (attnlab.pipeline.ground.figure_catalog) names it; its caption is the
 workflow/report/<name>.rst file the Snakemake report captions it with, so both
 say the same, and the line under it names the rule and the CSVs that made it.
 """
@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline.plan.figure_catalog import BY_NAME, Figure
-from attnlab.pipeline.plan.paths import results_dir
-from attnlab.pipeline.formatting import MISSING, cell_text
+from attnlab.pipeline.ground.figure_catalog import BY_NAME, Figure
+from attnlab.pipeline.ground.paths import results_dir
+from attnlab.pipeline.ground.formatting import MISSING, cell_text
 
 RULES = "workflow/rules/figures.smk"  # where the figure rules are, from the workspace
 MIME = {".png": "image/png", ".gif": "image/gif"}

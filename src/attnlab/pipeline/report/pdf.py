@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 
 # The browser is found by the planning too (it asks for the PDF only where one is): one definition, there.
-from attnlab.pipeline.plan.printer import BROWSER_ENV as BROWSER_ENV, PrintError, find_browser
+from attnlab.pipeline.ground.printer import BROWSER_ENV as BROWSER_ENV, PrintError, find_browser
 
 PAPERS = {"a4": "A4", "letter": "letter"}  # the config's name -> CSS @page size
 PAPER_MM = {"a4": (210.0, 297.0), "letter": (215.9, 279.4)}  # width, height

@@ -15,18 +15,18 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.plan import build_manifest
+from attnlab.pipeline.ground import build_manifest
 from attnlab.pipeline.claims.rungs import claims_display
 from attnlab.pipeline.claims.scale import is_ladder_row, is_rung_row
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.formatting import plural
-from attnlab.pipeline.statistics import verdict_word
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.formatting import plural
+from attnlab.pipeline.ground.statistics import verdict_word
 from attnlab.pipeline.tables.ladder import (LADDER, ladder_display, length_series, length_text, params_text,
                                             size_series)
 
 def load(folder: Path) -> dict[str, pd.DataFrame]:
     """The ladder tables of a build ({} when it has no ladder, even if an earlier config left them on disk:
-    attnlab.pipeline.plan.build_manifest)."""
+    attnlab.pipeline.ground.build_manifest)."""
     return {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in (LADDER, "ladder_claims")
             if build_manifest.has_table(folder, name)}
 

@@ -11,11 +11,11 @@ import pandas as pd
 
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW
 from attnlab.pipeline.claims import PAPERS, published
-from attnlab.pipeline.contract import BASELINE, SHARE_SHARP
-from attnlab.pipeline.formatting import MISSING, fixed, number, percent
+from attnlab.pipeline.ground.contract import BASELINE, SHARE_SHARP
+from attnlab.pipeline.ground.formatting import MISSING, fixed, number, percent
 from attnlab.pipeline.report.contest import ordered
-from attnlab.pipeline.score_scale import max_score_ratios, max_scores, times
-from attnlab.pipeline.statistics import NOT_TESTABLE
+from attnlab.pipeline.ground.score_scale import max_score_ratios, max_scores, times
+from attnlab.pipeline.ground.statistics import NOT_TESTABLE
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.display_telemetry import SCALAR_INIT, SCALAR_NAMES
 

@@ -1,6 +1,6 @@
 """Every bundle into pandas tables (csv, md, tex), one module per topic.
 
-Where each table comes from (names and columns: attnlab.pipeline.contract):
+Where each table comes from (names and columns: attnlab.pipeline.ground.contract):
 - checks: each bundle is whole, the cell its folder names, in the grid, and fresh;
 - runs: runs.csv, every scalar of every bundle;
 - contest: the contest and best_lr, paired by seed with the baseline;

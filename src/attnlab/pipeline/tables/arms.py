@@ -7,10 +7,10 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.contract import BASELINE, TEMPERATURE_ARMS
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.contract import BASELINE, TEMPERATURE_ARMS
 from attnlab.pipeline.tables.contest import contest_cells, trained
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 
 def normswap_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:

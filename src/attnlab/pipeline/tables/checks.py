@@ -18,8 +18,8 @@ from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config_types import PACK_MODES
-from attnlab.pipeline.plan.bundle_reader import read_bundle
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.bundle_reader import read_bundle
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 RERUN_COMMAND_ENV = "ATTNLAB_SNAKEMAKE_COMMAND"  # the Snakemake command line of this build, for the fix
 CELL_KEYS = ("variant", "lr", "seed")  # what bundle.json's config adds to the slice the cell was trained with
@@ -121,7 +121,7 @@ def check_one_cpu_pool(bundles: list[dict]) -> None:
 
 
 def check_in_grid(bundles: list[dict], grid: ContestGrid | dict) -> None:
-    """Only the grid's cells (attnlab.pipeline.plan.grid's `cells`: the sweep and the contest) are collected."""
+    """Only the grid's cells (attnlab.pipeline.ground.grid's `cells`: the sweep and the contest) are collected."""
     cells = {(v, format_lr(lr), int(s)) for v, lr, s in ContestGrid.of(grid).cells}
     for b in bundles:
         if cell_of(b) not in cells:

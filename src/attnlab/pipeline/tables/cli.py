@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Collect bundles into tables, or pick a sweep's best LR.")
     sub = parser.add_subparsers(dest="command", required=True)
     c = sub.add_parser("collect")
-    c.add_argument("--grid", required=True, help="JSON grid (attnlab.pipeline.plan.grid.grid)")
+    c.add_argument("--grid", required=True, help="JSON grid (attnlab.pipeline.ground.grid.grid)")
     c.add_argument("--out", required=True, type=Path)
     c.add_argument("--expect", type=Path, default=None,
                    help="JSON file of the config slice and code fingerprints each cell must have (the Snakefile's)")

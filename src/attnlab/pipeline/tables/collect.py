@@ -3,7 +3,7 @@
 Tables read bundles and never recompute what a bundle already holds. Nothing
 is written until every bundle passed the checks (attnlab.pipeline.tables.checks),
 and every table is written with exactly the columns the table contract names
-(attnlab.pipeline.contract).
+(attnlab.pipeline.ground.contract).
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.design import Design
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.design import Design
 from attnlab.pipeline.tables.arms import a3_vs_temperature_table, normswap_table, params_table
 from attnlab.pipeline.tables.checks import check_expected, check_in_grid
 from attnlab.pipeline.tables.contest import best_lr_table, contest_table
@@ -24,12 +24,12 @@ from attnlab.pipeline.tables.runs import load_runs
 from attnlab.pipeline.tables.study import built_in_study
 from attnlab.pipeline.tables.sweep import sweep_table
 from attnlab.pipeline.tables.telemetry import telemetry_tables
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 
 def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
             expected: dict | None = None) -> dict[str, pd.DataFrame]:
-    """Every table from the grid's bundles (`grid` is attnlab.pipeline.plan.grid.grid's); with `expected` (see
+    """Every table from the grid's bundles (`grid` is attnlab.pipeline.ground.grid.grid's); with `expected` (see
     checks.check_expected), stale bundles stop it first. Returns {name: table} in the contract's order."""
     grid = ContestGrid.of(grid)
     runs, bundles = load_runs(bundle_dirs)
@@ -49,7 +49,7 @@ def collect(bundle_dirs: list[Path], grid: ContestGrid | dict, out_dir: Path,
 
 def intervals_of(grid: ContestGrid):
     """The context every interval of these tables is computed in: where seeds were added under a design, the
-    interval the rule read at the look the contest reached (attnlab.pipeline.design); else the t-interval."""
+    interval the rule read at the look the contest reached (attnlab.pipeline.ground.design); else the t-interval."""
     if grid.rounds_design:
         return Design.from_json(grid.rounds_design).reading()
     return contextlib.nullcontext()
@@ -83,4 +83,4 @@ def conforms(name: str, table: pd.DataFrame) -> None:
     missing = [c for c in spec.columns if c not in found]
     if (spec.open and missing and not table.empty) or (not spec.open and found != list(spec.columns)):
         raise ValueError(f"table {name} has the columns {found}, but the table contract "
-                         f"(attnlab.pipeline.contract) names {list(spec.columns)}; change both together")
+                         f"(attnlab.pipeline.ground.contract) names {list(spec.columns)}; change both together")

@@ -1,5 +1,5 @@
 """The contest (every variant at its contest LR, paired by seed with the baseline) and best_lr (each at its best
-sweep LR, beside the contest). The columns are the table contract's (attnlab.pipeline.contract)."""
+sweep LR, beside the contest). The columns are the table contract's (attnlab.pipeline.ground.contract)."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.contract import at_lr
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.contract import at_lr
 from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_cells
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 
 def contest_cells(runs: pd.DataFrame, grid: ContestGrid, variant: str) -> pd.DataFrame:

@@ -5,7 +5,7 @@ and the writeup's table show the same display of it, cell for cell (`shown`:
 the display with its numbers written by `human`). The writeup adds beside it
 only what a build of the published protocol can compare (the published
 numbers) and folds a table's per-seed rows under it (DETAILS). Numbers are
-written by attnlab.pipeline.formatting. The telemetry tables' displays are in
+written by attnlab.pipeline.ground.formatting. The telemetry tables' displays are in
 display_telemetry; the contest's, the sweep's, the arms' and the ledger's here.
 """
 
@@ -17,10 +17,10 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE, READING, TEMPERATURE_ARMS
-from attnlab.pipeline.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
-from attnlab.pipeline.published import published
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE, READING, TEMPERATURE_ARMS
+from attnlab.pipeline.ground.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
+from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.tables import display_telemetry as telemetry
 from attnlab.pipeline.tables.arms import share
 

@@ -3,7 +3,7 @@
 One display per table, for its .md and .tex and the writeup alike
 (attnlab.pipeline.tables.display gathers them); a display that summarises a
 table's seeds has its per-seed rows in DETAILS, which the writeup folds under
-the table. The score scale's numbers come from attnlab.pipeline.score_scale,
+the table. The score scale's numbers come from attnlab.pipeline.ground.score_scale,
 which the score-scale figure prints from too.
 """
 
@@ -15,10 +15,10 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW, SINK_WEIGHT
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
-from attnlab.pipeline.formatting import fixed, lr_text, mean_pm, number, percent, signed
-from attnlab.pipeline.score_scale import max_score_ratios, max_scores, seed_means, times
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
+from attnlab.pipeline.ground.formatting import fixed, lr_text, mean_pm, number, percent, signed
+from attnlab.pipeline.ground.score_scale import max_score_ratios, max_scores, seed_means, times
 
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
 SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"

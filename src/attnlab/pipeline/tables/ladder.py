@@ -9,7 +9,7 @@ the steps each cell did train in `trained_steps`. The ladder's length is
 the steps value most rungs share; the rows at that length are the size series
 (what the trend over parameter count reads), and the rows of a rung trained at
 several lengths are the length series. Every comparison is paired by seed with
-the baseline at the same point (attnlab.pipeline.statistics): the best
+the baseline at the same point (attnlab.pipeline.ground.statistics): the best
 validation loss difference, the max-score ratio and the entropy gap; A³'s gate
 mean is the mean over layers and heads of its per-token gate.
 
@@ -29,8 +29,8 @@ from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config_types import to_json
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import LADDER, axis_column
-from attnlab.pipeline import contract, statistics
-from attnlab.pipeline.contract import BASELINE
+from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS
 from attnlab.pipeline.tables.display import write_table

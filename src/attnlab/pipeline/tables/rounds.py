@@ -2,13 +2,13 @@
 
 `python -m attnlab.pipeline.tables.rounds decide` is the seed_round checkpoint's command
 (workflow/rules/rounds.smk): it reads the contest's checked bundles of rounds 0..r and computes, for every
-comparison attnlab.pipeline.plan.rounds lists (the ledger's thresholded comparisons over the contest seeds: of
+comparison attnlab.pipeline.ground.rounds lists (the ledger's thresholded comparisons over the contest seeds: of
 best validation loss, the kernels' gap to softmax, A³'s gain over softmax and over a per-head temperature, a
 softmax over the kernel against its l1 normaliser; of the telemetry, the kernel's largest score against
 softmax's and its rows' entropy against softmax's), paired by contest seed, the interval of the config's design
-at this look (attnlab.pipeline.design: a group-sequential design's repeated t-interval, or the anytime-valid
+at this look (attnlab.pipeline.ground.design: a group-sequential design's repeated t-interval, or the anytime-valid
 confidence sequence of an open-ended budget); the heavy-tailed score ratio by its median, with the exact
-sign-test interval at the same confidence (attnlab.pipeline.sign_test). A comparison is decided once its
+sign-test interval at the same confidence (attnlab.pipeline.ground.sign_test). A comparison is decided once its
 interval holds none of its thresholds; while one the design decides (contest.rounds.compare) is not, and the
 budget allows, the decision names the next look's seeds.
 
@@ -19,7 +19,7 @@ default factor of 2 leaves room for the spread read off a few seeds (the seeds n
 Giving up early costs no coverage: the confidence sequence holds at any number of seeds, whatever rule chose it.
 
 The tables and the ledger compute every interval of such a build through the same design
-(attnlab.pipeline.design.Design.reading), which stays valid at the look the data stopped at.
+(attnlab.pipeline.ground.design.Design.reading), which stays valid at the look the data stopped at.
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ import pandas as pd
 from attnlab.core.bundle_format import BundleError, sealed
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
-from attnlab.pipeline import contract, design, sign_test, statistics
-from attnlab.pipeline.plan.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, Comparison, comparisons,
-                                          decided_by, read_decision, round_seeds, seeds_through)
-from attnlab.pipeline.plan.bundle_reader import read_bundle
+from attnlab.pipeline.ground import contract, design, sign_test, statistics
+from attnlab.pipeline.ground.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, Comparison, comparisons,
+                                            decided_by, read_decision, round_seeds, seeds_through)
+from attnlab.pipeline.ground.bundle_reader import read_bundle
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
 
 REACH = 2  # contest.rounds.reach's default: needing more than this many times the budget's seeds is out of reach

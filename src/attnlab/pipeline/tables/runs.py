@@ -9,7 +9,7 @@ import pandas as pd
 import math
 
 from attnlab.core.bundle_format import BundleError
-from attnlab.pipeline.plan.bundle_reader import read_bundle, read_curve
+from attnlab.pipeline.ground.bundle_reader import read_bundle, read_curve
 from attnlab.pipeline.tables.checks import check_cells, check_one_cpu_pool, check_one_pack_mode
 
 SCALAR_TYPES = (int, float, bool, str, type(None))

@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError
-from attnlab.pipeline.plan import sweep_extension
+from attnlab.pipeline.ground import sweep_extension
 from attnlab.pipeline.tables.runs import load_runs
 from attnlab.pipeline.tables.sweep import best_sweep_lr
 
@@ -24,7 +24,7 @@ def best_lr(bundle_dirs: list[Path]) -> dict:
 def sweep_step(bundle_dirs: list[Path], grid_lrs: list[float], limit: int, step: int) -> dict:
     """One extend_sweep step: the best LR of the cells read so far and, where it sits at an edge with room
     left, the LR one grid step past that edge (`next`; null once the best is inside or `limit` LRs were added:
-    attnlab.pipeline.plan.sweep_extension)."""
+    attnlab.pipeline.ground.sweep_extension)."""
     choice = best_lr(bundle_dirs)
     read = sorted(float(lr) for lr in choice["candidates"])
     following, where = sweep_extension.next_lr(grid_lrs, read, choice["lr"], limit)

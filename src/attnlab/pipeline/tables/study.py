@@ -3,7 +3,7 @@
 A study (config `studies:`) trains every variant at each point of its axes
 (one combination of axis values). Its table has one row per point, variant
 and LR: the best validation loss over the seeds, and two comparisons paired
-by seed (attnlab.pipeline.statistics) with their 95% intervals where the
+by seed (attnlab.pipeline.ground.statistics) with their 95% intervals where the
 study has several seeds: against the baseline variant at the same point and
 LR choice, and against the same variant at the study's first point (what
 moving along the axes did). The Snakemake rule hands over each cell's key
@@ -20,15 +20,15 @@ import pandas as pd
 
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import point_text, value_text
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE, columns
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE, columns
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.plan.paths import study_file
-from attnlab.pipeline.plan.paths import study_runs as study_runs_path
+from attnlab.pipeline.ground.paths import study_file
+from attnlab.pipeline.ground.paths import study_runs as study_runs_path
 from attnlab.pipeline.tables.display import write_table
 from attnlab.pipeline.tables.runs import flatten
 from attnlab.pipeline.tables.study_cli import study_cli
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 CELL_COLUMNS = ("variant", "lr", "seed")
 
@@ -46,7 +46,7 @@ def study_runs(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
 
 def built_in_study(runs: pd.DataFrame, grid: ContestGrid | dict) -> list[str]:
     """runs.csv's `study` column: the built-in studies each cell belongs to ('contest', 'sweep' or both,
-    space-separated), from the grid's keys (attnlab.pipeline.plan.grid.grid)."""
+    space-separated), from the grid's keys (attnlab.pipeline.ground.grid.grid)."""
     studies: dict[CellKey, list[str]] = {}
     for key in ContestGrid.of(grid).keys:
         studies.setdefault(CellKey.of(key.variant, key.lr, key.seed), []).append(key.study)

@@ -6,8 +6,8 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import BundleError, format_lr
-from attnlab.pipeline import contract
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 
 EDGE_LOW, EDGE_HIGH, EDGE_ONLY = "lowest", "highest", "only"  # where an LR sits on its variant's sweep grid

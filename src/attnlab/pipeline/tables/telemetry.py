@@ -9,12 +9,12 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import contract
-from attnlab.pipeline.plan.bundle_reader import read_arrays
-from attnlab.pipeline.contract import (A3_GATE_INIT, BASELINE, QUANTILE_COLUMN, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE,
-                                      SHARE_SHARP)
+from attnlab.pipeline.ground import contract
+from attnlab.pipeline.ground.bundle_reader import read_arrays
+from attnlab.pipeline.ground.contract import (A3_GATE_INIT, BASELINE, QUANTILE_COLUMN, SEED_MEAN_OVER_LAYERS,
+                                              SHARE_DIFFUSE, SHARE_SHARP)
 from attnlab.pipeline.tables.contest import contest_cells, trained
-from attnlab.pipeline.plan.contest_grid import ContestGrid
+from attnlab.pipeline.ground.contest_grid import ContestGrid
 
 GATE_VARIANTS = ("a3", "a3_heads", BASELINE)  # the a3_gates table's rows: the gated variants and what they face
 

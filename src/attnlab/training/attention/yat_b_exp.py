@@ -5,7 +5,7 @@ b = softplus(b_raw) and eps = softplus(eps_raw) learned per layer and head
 visible keys instead of kappa / sum kappa). The same 2 x layers x heads
 parameters as yat_b, under the same names, so a yat_b_exp model and a yat_b
 model have identical parameter structures. The later post of the series reports
-this arm on the paper protocol (attnlab/pipeline/published.yaml).
+this arm on the paper protocol (attnlab/pipeline/ground/published.yaml).
 
 Telemetry: the max score is kappa's; no row mass (see yat_exp).
 """

@@ -13,7 +13,7 @@ The interval [x_(k), x_(n−k+1)] covers the median of i.i.d. continuous values 
 for, and `achieved` is the coverage it gives (e.g. 96.1% at 9 seeds for 95%). Below 6 seeds at 95% no two
 order statistics reach it (5 seeds give at most 93.75%): the interval is then the whole line (−∞, +∞), of
 coverage 1, and never settles a claim. Order statistics are scale-free, so the interval of a ratio is the
-same read on the ratio or on its log. The verdicts are those of attnlab.pipeline.statistics (its words,
+same read on the ratio or on its log. The verdicts are those of attnlab.pipeline.ground.statistics (its words,
 its Verdict, its p_least); the p-values are exact one-sided sign tests (scipy.stats.binomtest).
 """
 
@@ -27,8 +27,8 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline.statistics import CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED, Verdict
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.statistics import CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED, Verdict
 
 METHOD = "median of the per-seed values with an exact sign-test (order-statistic) interval"
 _TOLERANCE = 1e-12  # coverage compared with the confidence asked for, past floating-point rounding

@@ -12,7 +12,7 @@ to the tables it holds. A file that is there but is not a manifest (a folder of
 that name, a truncated or hand-edited file) is refused, naming it and the fix:
 the writeup checks it first and never guesses.
 
-`python -m attnlab.pipeline.plan.build_manifest --out FILE [NAME ...]` writes the list;
+`python -m attnlab.pipeline.ground.build_manifest --out FILE [NAME ...]` writes the list;
 `--check FILE` reads it back strictly and says in one line what is wrong.
 """
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from attnlab.core.packages import installed_versions, normalize
 
-LOCK = Path(__file__).resolve().parents[3] / "constraints.txt"  # the checkout's lock (src/attnlab/pipeline/..)
+LOCK = Path(__file__).resolve().parents[4] / "constraints.txt"  # the checkout's lock (src/attnlab/pipeline/ground/..)
 _PIN = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*)\s*==\s*([^\s;]+)")
 
 
@@ -45,7 +45,7 @@ def version_drift(constraints_path: str | Path = LOCK) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m attnlab.pipeline.environment [constraints.txt]`: print the drift; exit 1 if there is any."""
+    """`python -m attnlab.pipeline.ground.environment [constraints.txt]`: print the drift; exit 1 if there is any."""
     argv = sys.argv[1:] if argv is None else argv
     path = Path(argv[0]) if argv else LOCK
     drift = version_drift(path)

@@ -1,7 +1,7 @@
 """Seeds added under a declared design: which seeds each round of the contest trains, and what the rule compares.
 
 A config with `contest.rounds` trains contest.seeds as round 0, the design's first look
-(attnlab.pipeline.design). After each round the seed_round checkpoint (attnlab.pipeline.tables.rounds) reads
+(attnlab.pipeline.ground.design). After each round the seed_round checkpoint (attnlab.pipeline.tables.rounds) reads
 the comparisons below over the seeds so far, through the design's interval, and asks for the next round while
 one of them is undecided; the plan then trains the seeds of the next look (`looks`) or the next `round_size`
 seeds (`max_seeds`), the next integers after every seed the config's studies use (the contest, the sweep and
@@ -16,8 +16,8 @@ from pathlib import Path
 
 from attnlab.core.bundle_format import SELF_KEY, content_digest
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline import design
-from attnlab.pipeline.contract import BASELINE, ORDERS_OF_MAGNITUDE
+from attnlab.pipeline.ground import design
+from attnlab.pipeline.ground.contract import BASELINE, ORDERS_OF_MAGNITUDE
 
 STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_by)
 FILE_VERSION = 2  # of a round's decision file (results/rounds/round<r>.json)
@@ -45,7 +45,7 @@ class Comparison:
 def catalog() -> list[Comparison]:
     """Every comparison the rule can read, with the ledger's own thresholds: the losses, and the kernel post's
     score scale and diffuseness."""
-    from attnlab.pipeline.published import quality_band  # the post's interval: scipy, read at decision time
+    from attnlab.pipeline.ground.published import quality_band  # the post's interval: scipy, read at decision time
 
     found = [Comparison(f"{kernel} / {BASELINE}", kernel, BASELINE, True,
                         tuple(1 + edge for edge in quality_band(kernel)),

@@ -5,14 +5,14 @@ Three designs, each with its error rate stated in advance (contest.rounds; docs/
 - fixed: contest.seeds, read once, with 95% t-intervals (no contest.rounds);
 - group sequential: K looks planned as seed counts (contest.rounds.looks), with Lan–DeMets alpha spending
   (contest.rounds.spending, contest.rounds.alpha). Look k reads a repeated t-interval at that look's nominal
-  confidence (attnlab.pipeline.group_sequential), and the intervals of every look cover together with
+  confidence (attnlab.pipeline.ground.group_sequential), and the intervals of every look cover together with
   probability 1 − α, so a comparison may stop at whichever look decides it;
 - confidence sequence: rounds of round_size seeds up to max_seeds with no looks fixed in advance, read through
-  Lai's anytime-valid confidence sequence (attnlab.pipeline.confidence_sequence): valid at any number of seeds,
+  Lai's anytime-valid confidence sequence (attnlab.pipeline.ground.confidence_sequence): valid at any number of seeds,
   and wider for it.
 
 A design is config arithmetic, which the Snakefile reads without the numeric libraries (they load only when an
-interval is read); `Design.reading()` is the context (attnlab.pipeline.statistics) every interval of a
+interval is read); `Design.reading()` is the context (attnlab.pipeline.ground.statistics) every interval of a
 build is computed in, so the rule that adds seeds, the tables and the ledger read one interval.
 """
 
@@ -52,7 +52,7 @@ class Design:
     def reading(self):
         """The context every interval over the contest's seeds is computed in: each over n seeds at the level
         of the look n seeds reached."""
-        from attnlab.pipeline import statistics
+        from attnlab.pipeline.ground import statistics
 
         if self.kind == CONFIDENCE_SEQUENCE:  # a median's exact interval: α shared over the planned rounds
             return statistics.sequential(self.precision, median=1 - self.alpha / len(self.looks))
@@ -69,7 +69,7 @@ class Design:
                     f"{SPENDING_NAMES[self.spending]} alpha spending (Lan–DeMets), two-sided α = {self.alpha:g} "
                     f"over all looks (repeated t-intervals at nominal {levels})")
         if self.kind == CONFIDENCE_SEQUENCE:
-            from attnlab.pipeline.confidence_sequence import METHOD
+            from attnlab.pipeline.ground.confidence_sequence import METHOD
 
             return (f"seeds added until decided, up to {self.looks[-1]} per variant, read through "
                     f"{METHOD}, α = {self.alpha:g} at any number of seeds")
@@ -86,20 +86,20 @@ class Design:
 
 @cache
 def _nominal(looks: tuple[int, ...], alpha: float, spending: str) -> tuple[float, ...]:
-    from attnlab.pipeline import group_sequential
+    from attnlab.pipeline.ground import group_sequential
 
     return group_sequential.nominal_confidences(group_sequential.fractions_of(looks), alpha, spending)
 
 
 @cache
 def _precision(budget: int, alpha: float) -> float:
-    from attnlab.pipeline import confidence_sequence
+    from attnlab.pipeline.ground import confidence_sequence
 
     return confidence_sequence.tuned_precision(budget, alpha)
 
 
 def design_of(cfg: dict) -> Design:
-    """The design a config declares (checked by attnlab.pipeline.plan.rounds.check_rounds)."""
+    """The design a config declares (checked by attnlab.pipeline.ground.rounds.check_rounds)."""
     seeds = len(cfg["contest"]["seeds"])
     rounds = cfg["contest"].get("rounds")
     if rounds is None:

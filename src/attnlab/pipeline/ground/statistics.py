@@ -13,13 +13,13 @@ inside it, the claim holds; outside it, the claim is contradicted; across its
 edge, the result is inconclusive, and the observed spread says about how many
 seeds would settle it. This module is the only place a fixed-seed interval is
 computed: the tables, the claims ledger, the figures and the writeup all call
-it; how an estimate is written is attnlab.pipeline.estimate_text. The interval
+it; how an estimate is written is attnlab.pipeline.ground.estimate_text. The interval
 for seeds added until a comparison is decided is
-attnlab.pipeline.confidence_sequence: inside `sequential(precision)`, every
+attnlab.pipeline.ground.confidence_sequence: inside `sequential(precision)`, every
 interval computed here is that confidence sequence's instead (a build whose
 seeds were added by a rule that read the data). Inside `repeated(looks, levels)`,
 every interval is a group-sequential design's repeated t-interval at the nominal
-confidence of the look its seeds reached (attnlab.pipeline.design).
+confidence of the look its seeds reached (attnlab.pipeline.ground.design).
 """
 
 from __future__ import annotations
@@ -241,8 +241,8 @@ def slope_with_seed_effect(points: Mapping) -> Estimate:
 @contextmanager
 def sequential(precision: float, median: float | None = None) -> Iterator[None]:
     """Within it, every interval is the confidence sequence's of this mixture precision (tuned to the budget of
-    the rule that added the seeds: attnlab.pipeline.confidence_sequence.tuned_precision), and a median's exact
-    interval is read at confidence `median` (attnlab.pipeline.design)."""
+    the rule that added the seeds: attnlab.pipeline.ground.confidence_sequence.tuned_precision), and a median's exact
+    interval is read at confidence `median` (attnlab.pipeline.ground.design)."""
     token, median_token = _SEQUENTIAL.set(float(precision)), _MEDIAN.set(median)
     try:
         yield
@@ -255,7 +255,7 @@ def sequential(precision: float, median: float | None = None) -> Iterator[None]:
 def repeated(looks, confidences) -> Iterator[None]:
     """Within it, an interval over n seeds is a t-interval at the nominal confidence of the design's last look at
     or below n (its first look below that): a group-sequential design's repeated confidence interval, whose
-    looks cover together at CONFIDENCE (attnlab.pipeline.group_sequential). A comparison that stopped at an
+    looks cover together at CONFIDENCE (attnlab.pipeline.ground.group_sequential). A comparison that stopped at an
     early look is read at that look's level; a look short of a diverged cell at the look before (wider)."""
     looks, confidences = tuple(int(n) for n in looks), tuple(float(c) for c in confidences)
     if len(looks) != len(confidences) or not all(0 < c <= 1 for c in confidences):
@@ -304,7 +304,7 @@ def nominal_confidence(n: int | None = None) -> float:
 
 
 def median_confidence(n: int | None = None) -> float:
-    """The confidence a median's exact sign-test interval over n seeds is read at (attnlab.pipeline.sign_test):
+    """The confidence a median's exact sign-test interval over n seeds is read at (attnlab.pipeline.ground.sign_test):
     the look's nominal level inside `repeated`, the share `sequential` was given, else CONFIDENCE."""
     return _MEDIAN.get() or nominal_confidence(n)
 
@@ -327,7 +327,7 @@ def half_widths(n, spread: float) -> np.ndarray:
 
 
 def half_width_factor(n: np.ndarray | int, precision: float, alpha: float = 1 - CONFIDENCE) -> np.ndarray:
-    """Lai's confidence sequence (attnlab.pipeline.confidence_sequence, which explains it): its half-width at n
+    """Lai's confidence sequence (attnlab.pipeline.ground.confidence_sequence, which explains it): its half-width at n
     values over their root mean squared deviation (inf where the interval is the whole line)."""
     n = np.asarray(n, dtype=float)
     r = np.exp((2 * math.log(alpha) + np.log(precision) - np.log(n + precision)) / n)

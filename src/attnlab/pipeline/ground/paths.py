@@ -34,7 +34,7 @@ CORPUS = RESULTS / "data" / "corpus.txt"
 COMPILE_CACHE = RESULTS / "jax-cache"
 RUNS_TABLE = TABLES / "runs.csv"
 # Every cell's folder: results/<place>/<variant>/lr<lr>/seed<seed>, where <place> is runs (the contest and
-# the sweep) or studies/<study>/<axis values> (attnlab.pipeline.plan.grid.place).
+# the sweep) or studies/<study>/<axis values> (attnlab.pipeline.ground.grid.place).
 CELL_PATTERN = RESULTS / "{place}" / "{variant}" / "lr{lr}" / "seed{seed}"
 TRAIN_LOG_PATTERN = LOGS / "train" / "{place}" / "{variant}" / "lr{lr}" / "seed{seed}.log"
 

@@ -14,9 +14,9 @@ import math
 
 import pandas as pd
 
-from attnlab.pipeline import statistics
-from attnlab.pipeline.contract import BASELINE
-from attnlab.pipeline.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.contract import SEED_MEAN_OVER_LAYERS as SEED_MEAN
 
 
 def seed_means(score: pd.DataFrame) -> pd.DataFrame:

@@ -31,8 +31,8 @@ round. The mixture precision c sets the number of seeds where it is tightest;
 `tuned_precision` picks the c that makes it narrowest at the rule's budget,
 which is fixed before any seed is seen (so the choice spends no coverage).
 The build reads it where a config's budget is open-ended (contest.rounds
-without looks: attnlab.pipeline.design); with looks planned in advance, a
-group-sequential design is much narrower (attnlab.pipeline.group_sequential).
+without looks: attnlab.pipeline.ground.design); with looks planned in advance, a
+group-sequential design is much narrower (attnlab.pipeline.ground.group_sequential).
 Like the t-interval, it rests on the per-seed differences being Gaussian.
 """
 
@@ -42,7 +42,8 @@ import math
 
 from scipy import optimize
 
-from attnlab.pipeline.statistics import CONFIDENCE, half_width_factor  # the formula below, kept with the intervals
+# the formula below, kept with the intervals
+from attnlab.pipeline.ground.statistics import CONFIDENCE, half_width_factor
 
 METHOD = ("Lai's (1976) anytime-valid confidence sequence for a Gaussian mean of unknown spread "
           "(Wang & Ramdas 2024, arXiv:2310.03722)")

@@ -1,12 +1,12 @@
 """How an estimate reads in a table cell or a ledger row: '−0.0330 nats, 95% CI [−0.041, −0.025], 3 seeds, wins 3/3'.
 
 One spelling for every interval, count and resolution the tables, the ledger
-and the writeup print (attnlab.pipeline.statistics computes them).
+and the writeup print (attnlab.pipeline.ground.statistics computes them).
 """
 
 from __future__ import annotations
 
-from attnlab.pipeline.statistics import CONFIDENCE, NO_SEED, Estimate, count_interval
+from attnlab.pipeline.ground.statistics import CONFIDENCE, NO_SEED, Estimate, count_interval
 
 
 def count_text(k: int, n: int, event: str) -> str:

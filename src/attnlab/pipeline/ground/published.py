@@ -11,7 +11,7 @@ import yaml
 
 @cache
 def _text() -> str:
-    return resources.files("attnlab.pipeline").joinpath("published.yaml").read_text()
+    return resources.files("attnlab.pipeline.ground").joinpath("published.yaml").read_text()
 
 
 def published() -> dict:

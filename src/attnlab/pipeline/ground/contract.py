@@ -187,7 +187,7 @@ _TABLES = (
     # scale: a ratio where `ratio`; `reading`: the mean, or the median with its sign-test interval), its state,
     # whether its open state asks for another round (`decides`), about how many seeds would decide it at the
     # observed spread, the round's outcome and the seeds it asked for next, of the variants still open; `method`
-    # names the design and its error rate, `design` the same as JSON (attnlab.pipeline.design.Design);
+    # names the design and its error rate, `design` the same as JSON (attnlab.pipeline.ground.design.Design);
     # `confidence` is the level the row's interval was read at (a group-sequential look's nominal level, the exact
     # sign test's at its look), `precision` a confidence sequence's mixture precision.
     # The training step of the baseline and A³ (and a3_heads) timed in one process, the variants taking turns

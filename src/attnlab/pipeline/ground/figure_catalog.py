@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.pipeline.plan import paths
+from attnlab.pipeline.ground import paths
 
 PACKAGE = "attnlab.pipeline.figures"
 CAPTIONS = Path("workflow") / "report"  # beside results/, relative to the repository or workspace

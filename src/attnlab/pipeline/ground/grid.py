@@ -16,9 +16,9 @@ from attnlab.core.config import AUTO, cell_slice, to_json
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.design import design_of
-from attnlab.pipeline.plan.contest_grid import ContestGrid
-from attnlab.pipeline.plan.paths import study_place
+from attnlab.pipeline.ground.design import design_of
+from attnlab.pipeline.ground.contest_grid import ContestGrid
+from attnlab.pipeline.ground.paths import study_place
 
 
 class Grid:
@@ -163,10 +163,10 @@ def grid(cfg: dict, selected_lr: dict[str, float] | None = None,
     the one sweep.seed). `cells` lists each distinct cell once as
     [variant, LR, seed]; `keys` every cell of each of the two studies as a CellKey (JSON), so a cell both
     have appears once under each. `left_out`: the (variant, seed) contest cells a round did not train (the
-    variants of comparisons already decided: attnlab.pipeline.plan.rounds.left_out); `design`: the contest's
-    design as the config declared it (attnlab.pipeline.design), which a config whose contest.seeds a round has
+    variants of comparisons already decided: attnlab.pipeline.ground.rounds.left_out); `design`: the contest's
+    design as the config declared it (attnlab.pipeline.ground.design), which a config whose contest.seeds a round has
     grown no longer says; `given_sweep`: each variant's sweep LRs as the config gave them, where the sweep
-    may add LRs beyond them (sweep.extend; attnlab.pipeline.plan.sweep_extension), so the tables can say
+    may add LRs beyond them (sweep.extend; attnlab.pipeline.ground.sweep_extension), so the tables can say
     how many it added and whether the limit was reached.
     """
     built = Grid({**cfg, "studies": []}, selected_lr)

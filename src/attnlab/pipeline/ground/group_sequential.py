@@ -5,7 +5,7 @@ threshold errs far more often than 5% (about 8% at two looks). A design declared
 alpha spent across the looks by a Lan–DeMets spending function, keeps the error rate at alpha however many
 of its K looks the build reads; each look reads an interval at a higher nominal confidence (repeated
 confidence intervals, Jennison & Turnbull 2000, ch. 9). For a few planned looks these intervals are much
-narrower than an anytime-valid confidence sequence (attnlab.pipeline.confidence_sequence), which pays for
+narrower than an anytime-valid confidence sequence (attnlab.pipeline.ground.confidence_sequence), which pays for
 being readable after every seed.
 
 The critical values solve, look by look, P(first exit at look k) = α(t_k) − α(t_{k−1}) for a standard

@@ -14,7 +14,7 @@ import math
 import numpy as np
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline import statistics
+from attnlab.pipeline.ground import statistics
 
 MISSING = "—"
 
