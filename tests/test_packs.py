@@ -13,7 +13,8 @@ from attnlab.core import studies
 from attnlab.core.config import AUTO, validate_config
 from attnlab.pipeline.plan import packs
 from attnlab.pipeline.ground.grid import Grid
-from attnlab.pipeline.plan.rules import Plan, bundles
+from attnlab.pipeline.plan.common import bundles
+from attnlab.pipeline.plan.rules import Plan
 from conftest import REPO
 
 CONFIGS = sorted(p.name for p in (REPO / "config").glob("*.yaml"))

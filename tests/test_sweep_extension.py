@@ -20,7 +20,8 @@ from attnlab.pipeline.claims.protocol import inside_grid
 from attnlab.pipeline.plan import packs
 from attnlab.pipeline.ground import sweep_extension
 from attnlab.pipeline.ground.grid import Grid
-from attnlab.pipeline.plan.rules import Plan, bundles
+from attnlab.pipeline.plan.common import bundles
+from attnlab.pipeline.plan.rules import Plan
 from attnlab.pipeline.tables.cli import main as tables_main
 from conftest import REPO
 from test_collection import make_bundle
