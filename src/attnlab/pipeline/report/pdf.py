@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import html
 import os
 import re
@@ -48,7 +49,10 @@ def text_area_mm(paper: str) -> tuple[float, float]:
     width, height = PAPER_MM[paper]
     top, right, bottom, left = MARGINS_MM
     return width - left - right, height - top - bottom
+
+
 TIMEOUT_S = 300
+STOPS = {signal.SIGTERM, signal.SIGINT}  # how a print is interrupted: Snakemake giving up on it, Ctrl-C
 
 
 def page_title(page: str) -> str:
@@ -120,9 +124,19 @@ def _run_browser(command: list, browser: str, html_path: Path, timeout: float) -
     orphaned. Its output goes to a file, not a pipe: a helper that escaped to a session of its own would hold a
     pipe open, and the print with it, past its timeout."""
     with tempfile.TemporaryFile(mode="w+", encoding="utf-8", errors="replace") as said:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said,
-                                   start_new_session=True)
+        # A stop that arrives while the browser starts is held until `process` names it, so it is never orphaned;
+        # the browser itself starts with this process's own signal mask.
+        previous = signal.pthread_sigmask(signal.SIG_BLOCK, STOPS)
         try:
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=said,
+                                       start_new_session=True,
+                                       preexec_fn=functools.partial(signal.pthread_sigmask, signal.SIG_SETMASK,
+                                                                    previous))
+        except BaseException:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+            raise
+        try:
+            signal.pthread_sigmask(signal.SIG_SETMASK, previous)  # a held stop arrives here, inside the try
             process.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
             _stop(process)
