@@ -31,10 +31,15 @@ VARIANTS = {
     "a3_heads": "A³ with its gate and bias per layer and head instead of shared",
 }
 LEVEL = f"{statistics.CONFIDENCE:.0%}"
-# The config that trains every cell to its plateau on a 2-core machine, and the measured wall times there of its
-# first round of seeds, on the fastest and the slowest day measured (the CHANGELOG's measurements give the
-# command and each day's step rate).
-SETTLE_CONFIG, SETTLE_MINUTES = "settle", "90"  # estimated: about 90 cells at about a minute a cell on 2 cores
+# The config that trains every cell to its plateau on a 2-core machine, and what its build decided there (the
+# CHANGELOG's measurements give the command, the date and the machine's step rate).
+SETTLE_CONFIG = "settle"
+SETTLE_RESULT = ("On a 2-core machine it decided the score scale, the entropy gap and A³'s gain (beyond a per-head "
+                 "temperature too), and found no difference between softmax and itself; the quality reading (yat_b "
+                 "against softmax) stayed out of reach of 20 seeds, about 72 at the spread measured. Its 107 cells "
+                 "(the sweep's extension and the second look among them) trained 564,000 steps in all, each to its "
+                 "plateau: about 70 minutes on 2 cores at the 70 steps/s a settle cell trained at there, two at a "
+                 "time (estimated; that machine ran 27 default softmax steps/s, python benchmarks/cores.py)")
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -121,10 +126,10 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     if protocol != SETTLE_CONFIG:
         text += (f" <code>config/{SETTLE_CONFIG}.yaml</code> trains each cell until its validation loss stops "
                  "improving, each variant at its own best LR, under a design declared before its seeds (8 seeds, "
-                 "then up to 20 for the comparisons still open, 5% error over both looks), sized to decide the "
-                 "quality reading, the score scale and A³'s gain on a 2-core machine in about "
-                 f"{SETTLE_MINUTES} minutes (<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml"
-                 "</code>; <code>python benchmarks/design_power.py</code> prints each comparison's power).")
+                 "then up to 20 for the comparisons still open, 5% error over both looks; "
+                 f"<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml</code>; "
+                 "<code>python benchmarks/design_power.py</code> prints each comparison's power). "
+                 f"{html.escape(SETTLE_RESULT)}.")
     leaning = {}
     for r in rows.itertuples():
         lean = _lean(r).removeprefix("at this protocol alone the data ")
