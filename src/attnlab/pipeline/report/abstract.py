@@ -15,7 +15,8 @@ from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.ground.formatting import difference, finite, plural
-from attnlab.pipeline.report.ledger import POSTS, SURVIVES, posts_claims, reference_number, sources, tally, verdict_kind
+from attnlab.pipeline.report.ledger import (POSTS, SURVIVES, posts_claims, posts_family, reference_number, sources,
+                                            tally, verdict_kind)
 
 # What each variant computes, in words (docs/variants.md's table says the same).
 VARIANTS = {
@@ -182,8 +183,13 @@ def decided(ledger: pd.DataFrame, protocol: str) -> str:
     built = int(kinds.isin(statistics.BY_CONSTRUCTION).sum())
     survive = int((posts.holm == SURVIVES).sum()) if "holm" in posts else 0
     rest = len(posts) - tested - built
-    text = (f"Of the two posts' {len(posts)} claims, this build decides {tested} by experiment ({survive} of them "
-            f"surviving Holm's step-down across the posts' tested claims) and {built} by construction")
+    if len(posts_family(ledger)):
+        family = f" ({survive} of them surviving Holm's step-down across the posts' tested claims)"
+    else:  # a contest design's repeated intervals give no per-claim p-value: no step-down to survive or fail
+        family = " (by the contest design's intervals, which no step-down across the claims corrects)" \
+            if tested else ""
+    text = (f"Of the two posts' {len(posts)} claims, this build decides {tested} by experiment{family} and {built} "
+            "by construction")
     if rest:
         text += (f"; the other {rest} stay open at <code>{html.escape(protocol)}</code>: their protocol is cells "
                  "trained to a plateau, each variant at its own best LR, at the posts' size "

@@ -230,6 +230,14 @@ def multiplicity_text(ledger: pd.DataFrame) -> str:
     family = posts_family(ledger)
     m = len(family)
     if not m:
+        posts = posts_claims(ledger)
+        judged = posts[posts.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])]
+        if len(judged):  # settled through a contest design: its looks are corrected, the claims are not
+            return (f"*Multiplicity.* The {len(judged)} of the two posts' claims settled here rest on the contest "
+                    "design's repeated intervals, each with its error rate held over the design's looks, not "
+                    "across the claims; those intervals give no per-claim p-value, so Holm's step-down is not "
+                    "applied, and each verdict stands as this build's per-claim reading, not as a finding "
+                    "corrected for the family.")
         return ("No claim of the two posts was judged by a test at this build, so no correction for multiplicity "
                 "applies.")
     settled = family[family.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])]
