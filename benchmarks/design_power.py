@@ -1,4 +1,4 @@
-"""`python benchmarks/design_power.py [config]`: the power of a config's contest design, computed before its data.
+"""`python benchmarks/design_power.py [config] [--planning DATE]`: the power of a config's contest design.
 
 For each comparison the design decides, the probability that its interval clears every threshold at some look
 (attnlab.pipeline.ground.group_sequential.power for a mean, a binomial simulation of the sign test for a median), at
@@ -6,6 +6,9 @@ planning values: the per-seed mean and spread (or share of seeds above the thres
 (CHANGELOG, "The settle build with seeds added until decided", 2026-12-05, 8 seeds), fixed before this
 config's seeds are trained. Beside it, a fixed design
 of the last look's seeds. No timing: every figure is a fixed-seed simulation of the stated values.
+
+`--planning 2026-12-06` takes instead what the next settle build measured (its per-seed values: 8 seeds for
+the comparisons its first look closed, 20 for the others), the planning values for a design sized after it.
 """
 
 from __future__ import annotations
@@ -30,6 +33,16 @@ MEASURED = {
 }
 SEEDS, BUDGET = 8, 8
 SCORE_SHARE = (7 / 8, "yat / softmax largest score: 7 of 8 seeds above 100x")
+# What the settle build of 2026-12-06 measured, per seed (runs.csv of its contest): mean and sample spread on the
+# rule's scale, and the share of seeds above 100x for the score ratio ((k + 1) / (n + 2): 20 of 20 is no certainty).
+LATER = "2026-12-06"
+MEASURED_LATER = {
+    "yat_b_gap": (0.01851, 0.01474, "yat_b / softmax, 8 seeds: mean log-ratio +0.0185, sd 0.0147"),
+    "a3_gain": (0.01699, 0.02207, "softmax − A3, 20 seeds: mean +0.0170, sd 0.0221"),
+    "a3_beyond_temperature": (0.01672, 0.01740, "softmax_t − A3, 20 seeds: mean +0.0167, sd 0.0174"),
+    "entropy_gap": (0.20020, 0.05400, "yat_b − softmax entropy, 8 seeds: mean +0.200, sd 0.054"),
+}
+SCORE_SHARE_LATER = (21 / 22, "yat / softmax largest score: 20 of 20 seeds above 100x, planned at 21/22")
 
 
 def planning(name: str) -> tuple[float, float, str]:
@@ -60,10 +73,10 @@ def sign_power(looks, confidences, share: float, draws: int = DRAWS, seed: int =
     return float(decided.mean())
 
 
-def power(comparison: rounds.Comparison, plan: design.Design) -> float:
+def power(comparison: rounds.Comparison, plan: design.Design, later: bool = False) -> float:
     if comparison.median:
-        return sign_power(plan.looks, plan.confidences, SCORE_SHARE[0])
-    mean, spread, _ = planning(comparison.name)
+        return sign_power(plan.looks, plan.confidences, (SCORE_SHARE_LATER if later else SCORE_SHARE)[0])
+    mean, spread, _ = MEASURED_LATER[comparison.name] if later else planning(comparison.name)
     marks = [math.log(t) if comparison.ratio else t for t in comparison.thresholds]
     return group_sequential.power(plan.looks, plan.confidences, mean, spread, marks, draws=DRAWS)
 
@@ -71,7 +84,11 @@ def power(comparison: rounds.Comparison, plan: design.Design) -> float:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("config", nargs="?", default="config/settle.yaml", type=Path)
+    parser.add_argument("--planning", choices=("2026-12-05", LATER), default="2026-12-05",
+                        help="whose measurements plan the power: the build the design was sized at (default), or "
+                             "the settle build after it")
     args = parser.parse_args(argv)
+    later = args.planning == LATER
     cfg = load_config(args.config)
     plan = design.design_of(cfg)
     if plan.kind == design.CONFIDENCE_SEQUENCE:
@@ -79,12 +96,17 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     fixed = design.Design(design.FIXED, (plan.looks[-1],))
     print(f"{args.config}: {plan.text()}")
+    print(f"planning values: what the settle build of {args.planning} measured")
     print(f"{'comparison':24s} {'power':>7s} {'fixed ' + str(fixed.looks[0]):>9s}  planning values")
     for comparison in rounds.decided_by(cfg):
         if comparison.name not in MEASURED and not comparison.median:
             continue
-        source = SCORE_SHARE[1] if comparison.median else planning(comparison.name)[2]
-        print(f"{comparison.name:24s} {power(comparison, plan):7.1%} {power(comparison, fixed):9.1%}  {source}")
+        if comparison.median:
+            source = (SCORE_SHARE_LATER if later else SCORE_SHARE)[1]
+        else:
+            source = MEASURED_LATER[comparison.name][2] if later else planning(comparison.name)[2]
+        print(f"{comparison.name:24s} {power(comparison, plan, later):7.1%} {power(comparison, fixed, later):9.1%}  "
+              f"{source}")
     return 0
 
 
