@@ -73,10 +73,19 @@ def sign_power(looks, confidences, share: float, draws: int = DRAWS, seed: int =
     return float(decided.mean())
 
 
-def power(comparison: rounds.Comparison, plan: design.Design, later: bool = False) -> float:
+def planned(comparison: rounds.Comparison, later: bool) -> tuple:
+    """A comparison's planning values, their source last: (share, source) for a median, (mean, spread, source)
+    for a mean; `later`, what the settle build of 2026-12-06 measured."""
     if comparison.median:
-        return sign_power(plan.looks, plan.confidences, (SCORE_SHARE_LATER if later else SCORE_SHARE)[0])
-    mean, spread, _ = MEASURED_LATER[comparison.name] if later else planning(comparison.name)
+        return SCORE_SHARE_LATER if later else SCORE_SHARE
+    return MEASURED_LATER[comparison.name] if later else planning(comparison.name)
+
+
+def power(comparison: rounds.Comparison, plan: design.Design, values: tuple) -> float:
+    """The design's power at the planning values `planned` gives."""
+    if comparison.median:
+        return sign_power(plan.looks, plan.confidences, values[0])
+    mean, spread, _ = values
     marks = [math.log(t) if comparison.ratio else t for t in comparison.thresholds]
     return group_sequential.power(plan.looks, plan.confidences, mean, spread, marks, draws=DRAWS)
 
@@ -88,7 +97,6 @@ def main(argv: list[str] | None = None) -> int:
                         help="whose measurements plan the power: the build the design was sized at (default), or "
                              "the settle build after it")
     args = parser.parse_args(argv)
-    later = args.planning == LATER
     cfg = load_config(args.config)
     plan = design.design_of(cfg)
     if plan.kind == design.CONFIDENCE_SEQUENCE:
@@ -101,12 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     for comparison in rounds.decided_by(cfg):
         if comparison.name not in MEASURED and not comparison.median:
             continue
-        if comparison.median:
-            source = (SCORE_SHARE_LATER if later else SCORE_SHARE)[1]
-        else:
-            source = MEASURED_LATER[comparison.name][2] if later else planning(comparison.name)[2]
-        print(f"{comparison.name:24s} {power(comparison, plan, later):7.1%} {power(comparison, fixed, later):9.1%}  "
-              f"{source}")
+        values = planned(comparison, args.planning == LATER)
+        print(f"{comparison.name:24s} {power(comparison, plan, values):7.1%} {power(comparison, fixed, values):9.1%}  "
+              f"{values[-1]}")
     return 0
 
 

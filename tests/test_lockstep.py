@@ -17,6 +17,7 @@ from attnlab.core.bundle_format import cell_dir
 from attnlab.core.cell_key import CellKey
 from attnlab.core.config import cell_slice, validate_config
 from conftest import REPO
+from pack_of_one import quiet
 
 
 def sized(name: str, sha256: str, **train) -> dict:
@@ -30,10 +31,6 @@ def sized(name: str, sha256: str, **train) -> dict:
 
 def curves(root, keys) -> list[pd.DataFrame]:
     return [pd.read_csv(cell_dir(root, k.variant, k.lr, k.seed) / "curve.csv") for k in keys]
-
-
-def quiet(*_) -> None:
-    pass
 
 
 def train_both(cfg, keys, corpus, tmp_path):

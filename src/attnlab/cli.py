@@ -103,5 +103,6 @@ def train(cfg: dict, args) -> int:
         print(done_line(summary, phases))
     return 0
 
+
 if __name__ == "__main__":
     sys.exit(main())

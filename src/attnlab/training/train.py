@@ -344,4 +344,3 @@ def all_finite(tree) -> bool:
 @jax.jit
 def _all_finite(tree):
     return jnp.all(jnp.stack([jnp.isfinite(leaf).all() for leaf in jax.tree.leaves(tree)]))
-
