@@ -50,7 +50,7 @@ def planning(name: str) -> tuple[float, float, str]:
     gives its half-width at 8 seeds (the sequence's half-width over its ddof-0 spread, statistics'
     half_width_factor)."""
     from attnlab.pipeline.ground.confidence_sequence import tuned_precision
-    from attnlab.pipeline.ground.statistics import half_width_factor
+    from attnlab.pipeline.ground.intervals import half_width_factor
 
     low, high, source = MEASURED[name]
     factor = float(half_width_factor(SEEDS, tuned_precision(BUDGET)))

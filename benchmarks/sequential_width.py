@@ -16,7 +16,7 @@ import numpy as np
 from scipy import stats
 
 from attnlab.pipeline.ground import confidence_sequence as cs
-from attnlab.pipeline.ground.statistics import CONFIDENCE
+from attnlab.pipeline.ground.intervals import CONFIDENCE
 
 
 def rows(budgets: list[int]) -> list[tuple[int, float, int, float]]:

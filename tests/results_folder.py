@@ -18,7 +18,7 @@ import pandas as pd
 from PIL import Image
 
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground import figure_catalog as catalog
 
 from conftest import REPO
@@ -199,14 +199,14 @@ def ladder_tables(protocol: str) -> dict[str, pd.DataFrame]:
                                  "trained_steps": steps})
     seeds = pd.DataFrame(rows)
     seeds = seeds[ladder.seed_columns(["d_model"])]
-    verdicts = claims.ledger(tables(protocol))
+    ledger = claims.ledger(tables(protocol))
     checked = pd.DataFrame([{"rung": rung, "d_model": 16 * (rung + 1), "steps": 1000, "n_params": n,
                              "series": ladder.SIZE, "check": check.__name__, "source": row.source,
-                             "claim": row.claim, "verdict": row.verdict if rung == 3 else statistics.INCONCLUSIVE,
+                             "claim": row.claim, "verdict": row.verdict if rung == 3 else verdicts.INCONCLUSIVE,
                              "measured": row.measured, "interval": row.interval, "seeds": row.seeds,
                              "protocol": f"{protocol} (scale ladder rung {rung})"}
                             for rung, n in enumerate(LADDER_RUNGS, start=1)
-                            for check, row in zip(claims.CHECKS, verdicts.itertuples())])
+                            for check, row in zip(claims.CHECKS, ledger.itertuples())])
     return {"ladder": ladder.ladder_table(seeds), "ladder_seeds": seeds, "ladder_claims": checked}
 
 

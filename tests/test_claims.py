@@ -24,8 +24,9 @@ from attnlab.pipeline.ground import contract
 from attnlab.pipeline.tables import contest as contest_tables
 from attnlab.pipeline.tables import telemetry
 from attnlab.pipeline.ground.grid import grid
-from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
-                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE, ONE_SEED)
+from attnlab.pipeline.ground.statistics import ONE_SEED
+from attnlab.pipeline.ground.verdicts import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                              INCONCLUSIVE)
 from claim_frames import OFF, off_protocol, on_protocol, sweep_frame as _sweep
 
 PUB = claims.published()
@@ -111,15 +112,15 @@ def run_check(check, protocol="paper", **frames):
 
 
 def test_verdict_words_keep_construction_apart_and_name_the_protocol():
-    from attnlab.pipeline.ground import statistics
+    from attnlab.pipeline.ground import verdicts
 
-    assert set(statistics.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable",
+    assert set(verdicts.VERDICTS) == {"holds", "contradicted", "inconclusive", "not testable",
                                         "holds by construction", "contradicted by construction"}
-    assert set(statistics.BY_CONSTRUCTION).isdisjoint(statistics.EMPIRICAL)
-    assert statistics.not_testable("smoke") == "not testable at smoke"
-    assert statistics.verdict_word("not testable at smoke") == "not testable"
-    assert statistics.verdict_word("inconclusive at default") == "inconclusive"
-    assert statistics.verdict_word("holds by construction") == "holds by construction"
+    assert set(verdicts.BY_CONSTRUCTION).isdisjoint(verdicts.EMPIRICAL)
+    assert verdicts.not_testable("smoke") == "not testable at smoke"
+    assert verdicts.verdict_word("not testable at smoke") == "not testable"
+    assert verdicts.verdict_word("inconclusive at default") == "inconclusive"
+    assert verdicts.verdict_word("holds by construction") == "holds by construction"
 
 
 def test_protocol_comes_from_runs_config_name():

@@ -1,4 +1,4 @@
-"""The anytime-valid interval the build reads (statistics.paired inside statistics.sequential): its closed form is
+"""The anytime-valid interval the build reads (statistics.paired inside intervals.sequential): its closed form is
 the martingale's. Its error rate under the build's own rule is tests/test_designs.py's."""
 
 import math
@@ -8,15 +8,15 @@ import pytest
 from scipy import stats
 
 from attnlab.pipeline.ground import confidence_sequence as cs
-from attnlab.pipeline.ground import statistics
-from attnlab.pipeline.ground.statistics import CONFIDENCE
+from attnlab.pipeline.ground import intervals, statistics
+from attnlab.pipeline.ground.intervals import CONFIDENCE
 
 ALPHA = 1 - CONFIDENCE
 
 
 def interval(values, precision):
     """The build's interval of a mean difference inside the sequence (±inf while unbounded)."""
-    with statistics.sequential(precision):
+    with intervals.sequential(precision):
         estimate = statistics.paired(dict(enumerate(values)), dict.fromkeys(range(len(values)), 0.0))
     return ((estimate.low, estimate.high) if estimate.has_interval else (-math.inf, math.inf))
 

@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline.ground import design, statistics
+from attnlab.pipeline.ground import design, intervals, statistics, verdicts
 from attnlab.pipeline.ground import rounds as planned
 from attnlab.pipeline.tables import rounds
 
-ALPHA = 1 - statistics.CONFIDENCE
+ALPHA = 1 - intervals.CONFIDENCE
 
 
 def config(looks=None, max_seeds=None, round_size=2, variants=("softmax", "a3"), compare=None) -> dict:
@@ -89,7 +89,7 @@ def test_the_confidence_sequence_keeps_its_error_rate_where_a_naive_rule_does_no
     rate, _ = error_rate(cfg, draws, effect=0.0, spread=0.02, seed=5)
     assert rate <= ALPHA + monte_carlo(draws), rate
     monkeypatch.setattr(design.Design, "reading",
-                        lambda self: statistics.repeated(self.looks, (0.95,) * len(self.looks)))
+                        lambda self: intervals.repeated(self.looks, (0.95,) * len(self.looks)))
     naive_rate, _ = error_rate(cfg, draws, effect=0.0, spread=0.02, seed=5)
     assert naive_rate > ALPHA + monte_carlo(draws), naive_rate
 
@@ -227,9 +227,9 @@ def test_the_ledgers_a_a_row_finds_no_difference_on_exchangeable_seeds_and_flags
     rng = np.random.default_rng(0)
     alike = list(1.9 + 0.01 * rng.standard_normal(9))
     row = claims.softmax_against_itself(aa_tables(alike), None, "settle")
-    assert row.verdict == statistics.HOLDS and "seed 8 left out" in row.note and row.seeds == 4
+    assert row.verdict == verdicts.HOLDS and "seed 8 left out" in row.note and row.seeds == 4
     drift = [v + (0.05 if s >= 4 else 0.0) for s, v in enumerate(alike[:8])]
-    assert claims.softmax_against_itself(aa_tables(drift), None, "settle").verdict == statistics.CONTRADICTED
+    assert claims.softmax_against_itself(aa_tables(drift), None, "settle").verdict == verdicts.CONTRADICTED
     with design.Design(design.GROUP_SEQUENTIAL, (8, 20), spending="obrien_fleming").reading():
         wide = claims.softmax_against_itself(aa_tables(drift), None, "settle")
     assert " RCI [" in wide.interval
@@ -279,11 +279,11 @@ def test_each_interval_is_read_at_the_level_of_the_look_its_seeds_reached():
     twenty = {s: 0.02 + 0.01 * rng.standard_normal() for s in range(20)}
     zero8, zero20 = dict.fromkeys(range(8), 0.0), dict.fromkeys(range(20), 0.0)
     with plan.reading():
-        assert statistics.nominal_confidence(8) == early and statistics.nominal_confidence(20) == last
-        assert statistics.nominal_confidence(19) == early  # a diverged cell: the look before, wider
+        assert intervals.nominal_confidence(8) == early and intervals.nominal_confidence(20) == last
+        assert intervals.nominal_confidence(19) == early  # a diverged cell: the look before, wider
         at_eight, at_twenty = statistics.paired(eight, zero8), statistics.paired(twenty, zero20)
-        with statistics.halved():
-            assert statistics.nominal_confidence(10) == last and statistics.nominal_confidence(4) == early
+        with intervals.halved():
+            assert intervals.nominal_confidence(10) == last and intervals.nominal_confidence(4) == early
     plain = statistics.paired(eight, zero8)
     assert at_eight.high - at_eight.low > 2 * (plain.high - plain.low)  # 99.92% on 7 df, not 95%
     lo, hi = stats_t_interval(list(twenty.values()), last)

@@ -89,10 +89,10 @@ def install(tmp_path: Path, site: Path, **made) -> None:
 
 
 def fingerprints(site: Path, *variants: str) -> dict:
-    code = ("import json; from attnlab.core import fingerprint, variants; "
+    code = ("import json; from attnlab.core import fingerprint, installed_code, variants; "
             f"print(json.dumps({{'fp': {{v: fingerprint.training_fingerprint(v) for v in {list(variants)!r}}}, "
             "'external': variants.EXTERNAL, 'ignored': variants.IGNORED, "
-            "'imports': fingerprint.external_package('tempered')['imports'] if variants.EXTERNAL else []}))")
+            "'imports': installed_code.external_package('tempered')['imports'] if variants.EXTERNAL else []}))")
     result = run(["-c", code], env={"PYTHONPATH": site})
     assert result.returncode == 0, result.stderr[-2000:]
     return json.loads(result.stdout)

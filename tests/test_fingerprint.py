@@ -14,7 +14,7 @@ import pkgutil
 
 import pytest
 
-from attnlab.core import fingerprint
+from attnlab.core import fingerprint, module_scan, package_data
 from conftest import REPO
 
 
@@ -26,8 +26,8 @@ def dynamic_imports(module: str, src) -> list[int]:
 def data_files(module: str, src) -> dict:
     """The package data files the fingerprint's scan finds `module` naming: {name in the digest: file}."""
     path = fingerprint.module_file(module, src)
-    return fingerprint._named_data_files(module, path, src, fingerprint._facts(module, path),
-                                         fingerprint._package_files(src))
+    return package_data.named_data_files(module, path, src, fingerprint._facts(module, path),
+                                         package_data.package_files(src))
 
 MODULES = {
     "attnlab/__init__.py": "",
@@ -167,7 +167,7 @@ def test_an_unwritable_cache_location_is_not_an_error(src, tmp_path, monkeypatch
 def test_the_real_tree_parses_into_the_same_digest_as_the_plain_algorithm():
     """The cached path reproduces the documented digest: sha256 of the docstring-free tree dump."""
     path = fingerprint.module_file("attnlab.core.errors")
-    tree = fingerprint._without_docstrings(ast.parse(path.read_text()))
+    tree = module_scan.without_docstrings(ast.parse(path.read_text()))
     assert fingerprint.module_fingerprint("attnlab.core.errors") == hashlib.sha256(ast.dump(tree).encode()).hexdigest()
 
 
@@ -290,7 +290,7 @@ def test_every_data_file_in_the_package_is_named_by_its_code():
     modules = ["attnlab"] + sorted(m.name for m in pkgutil.walk_packages([str(src / "attnlab")], "attnlab."))
     named = {file for m in modules for file in data_files(m, src=src).values()}
     on_disk = {p for p in (src / "attnlab").rglob("*") if p.is_file() and "__pycache__" not in p.parts
-               and p.suffix not in fingerprint.SOURCE_SUFFIXES}
+               and p.suffix not in module_scan.SOURCE_SUFFIXES}
     assert on_disk and on_disk <= named, on_disk - named
 
 
@@ -299,7 +299,8 @@ def test_every_data_file_in_the_package_is_named_by_its_code():
 
 def test_the_cache_is_keyed_by_the_scanners_own_source(src, tmp_path, monkeypatch):
     scanner = hashlib.sha256(b"".join((REPO / "src/attnlab/core" / name).read_bytes()
-                                      for name in ("fingerprint.py", "fact_cache.py"))).hexdigest()
+                                      for name in ("fingerprint.py", "module_scan.py", "package_data.py",
+                                                   "fact_cache.py"))).hexdigest()
     assert fingerprint._new_cache().tag.endswith(scanner)
     store = tmp_path / "facts.json"
     cache = fresh_cache(monkeypatch, store)

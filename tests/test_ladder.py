@@ -23,14 +23,14 @@ from attnlab.core.bundle_format import BUNDLE_FILE, BundleError, sealed
 from attnlab.core.config import cell_slice, load_config, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground.bundle_reader import read_bundle
 from attnlab.pipeline.claims import rungs, scale
 from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.figures.style import parse_style
 from attnlab.pipeline.ground.grid import CellKey
 from attnlab.pipeline.report import scale as report_scale
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.pipeline.tables import ladder
 from conftest import REPO
 from test_contract import synthetic_bundle
@@ -437,4 +437,4 @@ def test_the_scale_section_says_each_trend_and_names_the_lr_confound(written, tm
     mixed = table.assign(lr=np.where(table.variant == "softmax", 3e-4, table.lr))
     assert "different LRs (softmax at 0.0003, yat at 0.003" in report_scale.lr_sentence(mixed)
     shown = report_scale.claims_shown(checked)
-    assert set(shown.iloc[:, 1:].stack()) <= set(statistics.VERDICTS)
+    assert set(shown.iloc[:, 1:].stack()) <= set(verdicts.VERDICTS)

@@ -17,8 +17,8 @@ import pytest
 from attnlab.pipeline import claims
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST
-from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
-                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE)
+from attnlab.pipeline.ground.verdicts import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                              INCONCLUSIVE)
 from claim_frames import on_protocol, sweep_frame as sweep
 
 PUB = claims.published()

@@ -18,7 +18,7 @@ import pytest
 
 import results_folder
 from attnlab.pipeline import claims
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.ground.contract import A3_GATE_INIT
 from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.ground import formatting
@@ -107,7 +107,7 @@ def test_verdicts_settled_through_a_contest_design_are_not_said_to_fail_holms_st
     t = tables_of(workspace)
     tested = claims.ledger(t)
     designed = tested.assign(p_value=float("nan"), holm="")  # what a design build's ledger carries
-    settled = abstract.posts_claims(designed).verdict.isin([statistics.HOLDS, statistics.CONTRADICTED]).sum()
+    settled = abstract.posts_claims(designed).verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED]).sum()
     assert settled, "the smoke ledger settles no claim of the posts: nothing to test"
     first = abstract.abstract_html(t["runs"], t["contest"], designed).split("</p>")[0]
     assert "by the contest design's intervals" in first and "surviving Holm's step-down" not in first
@@ -139,14 +139,14 @@ def test_every_claim_links_to_the_table_that_holds_its_evidence(workspace):
 
 
 @pytest.mark.parametrize("verdict, interval, resolution, expected", [
-    (statistics.HOLDS, "95% CI [103×, 526×]", "", "95% CI [103×, 526×] lies inside the claim (at least 100×)"),
-    (statistics.CONTRADICTED, "95% CI [3×, 5×]", "", "95% CI [3×, 5×] excludes the claim (at least 100×)"),
-    (statistics.INCONCLUSIVE, "95% CI [50×, 526×]", "about 4 seeds would resolve it",
+    (verdicts.HOLDS, "95% CI [103×, 526×]", "", "95% CI [103×, 526×] lies inside the claim (at least 100×)"),
+    (verdicts.CONTRADICTED, "95% CI [3×, 5×]", "", "95% CI [3×, 5×] excludes the claim (at least 100×)"),
+    (verdicts.INCONCLUSIVE, "95% CI [50×, 526×]", "about 4 seeds would resolve it",
      "95% CI [50×, 526×] spans the claim (at least 100×); about 4 seeds would resolve it"),
-    (statistics.INCONCLUSIVE, statistics.ONE_SEED, "two or more seeds would give an interval",
+    (verdicts.INCONCLUSIVE, statistics.ONE_SEED, "two or more seeds would give an interval",
      "two or more seeds would give an interval"),
     ("not testable at default", "none: the model has 2 layers", "", "the model has 2 layers"),
-    (statistics.BY_CONSTRUCTION, "none needed: a softmax row sums to one", "", "a softmax row sums to one"),
+    (verdicts.BY_CONSTRUCTION, "none needed: a softmax row sums to one", "", "a softmax row sums to one"),
 ])
 def test_each_verdict_has_a_one_line_reason(verdict, interval, resolution, expected):
     row = pd.Series({"verdict": verdict, "interval": interval, "resolution": resolution,
@@ -352,7 +352,7 @@ def test_a_build_manifest_that_is_not_one_is_refused_in_one_line_never_read_as_e
 def test_the_abstract_shows_the_interval_a_verdict_rests_on_whether_a_t_interval_or_a_confidence_sequence():
     ledger = pd.DataFrame({
         "claim": ["fixed seeds", "seeds added until decided", "a count"],
-        "verdict": [statistics.HOLDS, statistics.HOLDS, statistics.CONTRADICTED],
+        "verdict": [verdicts.HOLDS, verdicts.HOLDS, verdicts.CONTRADICTED],
         "interval": ["a: 95% CI [0.1, 0.2]", "b: 95% CS [0.3, 0.4]", "no interval (one seed)"],
         "lean": ["", "", "lower"],
     })
@@ -363,9 +363,9 @@ def test_the_abstract_shows_the_interval_a_verdict_rests_on_whether_a_t_interval
 
 
 def test_an_interval_is_named_for_how_it_was_computed():
-    assert statistics.interval_kind() == "CI"
-    with statistics.sequential(1.0):
-        assert statistics.interval_kind() == "CS"
+    assert intervals.interval_kind() == "CI"
+    with intervals.sequential(1.0):
+        assert intervals.interval_kind() == "CS"
 
 
 def test_the_ledger_shows_the_posts_claims_apart_from_the_catalogs_and_this_projects(workspace):

@@ -15,13 +15,13 @@ import yaml
 
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.ground import confidence_sequence as cs
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.ground import rounds as planned
 from attnlab.pipeline.tables import rounds
 from processes import snakemake
 from workspace import make_workspace
 
-ALPHA = 1 - statistics.CONFIDENCE
+ALPHA = 1 - intervals.CONFIDENCE
 
 
 def config(seeds=(0, 1, 2), max_seeds=8, round_size=2, variants=("softmax", "yat", "a3", "softmax_t"),
@@ -180,7 +180,7 @@ def test_inside_sequential_the_ledgers_interval_is_the_confidence_sequence():
     rng = np.random.default_rng(3)
     first, second = ({s: 1.9 + 0.02 * rng.standard_normal() for s in range(9)} for _ in range(2))
     precision = cs.tuned_precision(30)
-    with statistics.sequential(precision):
+    with intervals.sequential(precision):
         estimate = statistics.paired(first, second)
         needed = statistics.seeds_to_resolve(estimate, 0.0)
     diffs = np.array([first[s] - second[s] for s in range(9)])

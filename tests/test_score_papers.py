@@ -19,10 +19,10 @@ from scipy import stats
 from attnlab.core import telemetry_stats
 from attnlab.core.config_types import ModelConfig
 from attnlab.pipeline import claims
-from attnlab.pipeline.claims import score_papers
+from attnlab.pipeline.claims import length_papers, score_papers
 from attnlab.pipeline.report import telemetry as report_telemetry
 from attnlab.pipeline.tables import display
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.training import probe
 from attnlab.training.model import GPT
 from claim_frames import off_protocol, on_protocol
@@ -162,13 +162,14 @@ def test_a_paper_claim_is_held_to_its_protocol():
 
 def test_a_build_without_the_variants_or_the_longer_windows_says_why():
     t = on_protocol(contest_frames({"softmax": [1.8, 1.81], "yat": [1.85, 1.86]}))
-    rows = {c.__name__: check(c, t) for c in score_papers.CHECKS}
+    papers = (*length_papers.CHECKS, *score_papers.CHECKS)
+    rows = {c.__name__: check(c, t) for c in papers}
     assert all(r.verdict == "not testable at catalog" for r in rows.values())
     assert "no stickbreaking or no softmax" in rows["stickbreaking_extrapolates"].interval
     assert "no selective or no softmax" in rows["selective_matches_twice_the_heads"].interval
     assert "no softpick or no softmax" in rows["softpick_no_sinks"].interval
     assert {r.source for r in rows.values()} == set(claims.PAPERS)
-    assert all(c in claims.CHECKS for c in score_papers.CHECKS), "every paper's row is in the ledger"
+    assert all(c in claims.CHECKS for c in papers), "every paper's row is in the ledger"
 
 
 def context_frames(ratios: dict[str, dict[int, float]]) -> dict:
@@ -194,12 +195,12 @@ def test_longer_windows_decide_the_stickbreaking_and_ssmax_rows():
     """Lower loss than softmax at 2x and 4x the block holds; a higher loss at one longer window contradicts;
     without a context_length table (learned positions) the rows say what they need."""
     t = context_frames({"stickbreaking": {1: 1.01, 2: 0.95, 4: 0.85}, "ssmax": {1: 1.0, 2: 0.97, 4: 1.06}})
-    stick = check(score_papers.stickbreaking_extrapolates, t)
+    stick = check(length_papers.stickbreaking_extrapolates, t)
     assert stick.verdict == HOLDS and "4× the block: stickbreaking / softmax" in stick.measured
     assert "without position embeddings" in stick.note
-    ssmax = check(score_papers.ssmax_longer_contexts, t)
+    ssmax = check(length_papers.ssmax_longer_contexts, t)
     assert ssmax.verdict == CONTRADICTED and ssmax.lean.startswith("ssmax is not better at 4× the block")
-    plain = check(score_papers.ssmax_longer_contexts, frames(dict(LOSSES, ssmax=LOSSES["softmax"])))
+    plain = check(length_papers.ssmax_longer_contexts, frames(dict(LOSSES, ssmax=LOSSES["softmax"])))
     assert plain.verdict == "not testable at catalog" and "model.position: none" in plain.interval
 
 

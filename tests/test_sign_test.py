@@ -10,8 +10,9 @@ import numpy as np
 import pytest
 
 from attnlab.pipeline.ground import sign_test as st
-from attnlab.pipeline.ground import statistics
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED
+from attnlab.pipeline.ground import statistics, verdicts
+from attnlab.pipeline.ground.statistics import NO_SEED
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 
 # The kernel post's score-scale ratio as this project's contest seeds have read it: per seed, yat's largest
 # trained score over softmax's.
@@ -186,15 +187,15 @@ def test_a_heavy_tail_leaves_the_t_interval_open_where_the_median_holds():
     holds. Without the ninth seed the t-interval held: a seed for the claim turned it inconclusive."""
     values = (150.0, 160.0, 170.0, 180.0, 190.0, 200.0, 210.0, 220.0, 1e9)
     t = statistics.mean_interval(values, ratio=True)
-    assert statistics.one_sided(t, 100.0, above=True).word == INCONCLUSIVE and t.low < 100.0
-    assert statistics.one_sided(statistics.mean_interval(values[:-1], ratio=True), 100.0, above=True).word == HOLDS
+    assert verdicts.one_sided(t, 100.0, above=True).word == INCONCLUSIVE and t.low < 100.0
+    assert verdicts.one_sided(statistics.mean_interval(values[:-1], ratio=True), 100.0, above=True).word == HOLDS
     e = st.median_of(dict(enumerate(values)), threshold=100.0)
     assert (e.low, e.high) == (160.0, 220.0) and st.verdict(e, 100.0).word == HOLDS
     # a tail against the claim: 15 of 20 seeds at 150×–290×, 5 at 10⁻³⁰⁰×. Their logs drag the mean log-ratio
     # to −169 and the t-interval wholly under 1×: contradicted. The median's [x_(6), x_(15)] = [150×, 240×]
     # (95.9%) holds: three quarters of the seeds are above.
     against = tuple(150.0 + 10 * i for i in range(15)) + (1e-300,) * 5
-    assert statistics.one_sided(statistics.mean_interval(against, ratio=True), 1.0, above=True).word == CONTRADICTED
+    assert verdicts.one_sided(statistics.mean_interval(against, ratio=True), 1.0, above=True).word == CONTRADICTED
     e = st.median_of(dict(enumerate(against)), threshold=1.0)
     assert (e.low, e.high) == (150.0, 240.0) and st.verdict(e, 1.0).word == HOLDS
 
@@ -206,7 +207,7 @@ def test_below_claims_and_p_values_mirror_above_ones():
     assert st.verdict(e, 1.0, above=False).p == pytest.approx(1 / 64)
     open_ = st.verdict(st.median_of(dict(enumerate([1, 2, 3, 4, 5, 6, 7, 8.0]))), 4.5)
     assert open_.word == INCONCLUSIVE and open_.seeds_to_resolve == math.inf
-    assert open_.p == pytest.approx(statistics.p_least(st.p_above(range(1, 9), 4.5), st.p_below(range(1, 9), 4.5)))
+    assert open_.p == pytest.approx(verdicts.p_least(st.p_above(range(1, 9), 4.5), st.p_below(range(1, 9), 4.5)))
 
 
 def test_method_names_the_reading():

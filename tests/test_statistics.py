@@ -14,11 +14,11 @@ from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, tables
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims.scale import is_ladder_row
 from attnlab.pipeline.ground.grid import grid
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, INCONCLUSIVE
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from claim_frames import on_protocol
 
 PUB = claims.published()
@@ -121,7 +121,7 @@ def test_seeds_to_resolve_is_the_first_count_whose_interval_clears_the_threshold
     ([0.10, 0.12, 0.11], CONTRADICTED),  # it lies below 0.2
 ])
 def test_a_one_sided_claim_holds_spans_or_is_contradicted(values, word):
-    verdict = statistics.one_sided(statistics.mean_interval(values), 0.2, above=True)
+    verdict = verdicts.one_sided(statistics.mean_interval(values), 0.2, above=True)
     assert verdict.word == word
     assert (verdict.seeds_to_resolve is not None) == (word == INCONCLUSIVE)
     if word == INCONCLUSIVE:
@@ -134,22 +134,22 @@ def test_a_one_sided_claim_holds_spans_or_is_contradicted(values, word):
     ([1.050, 1.052, 1.051], CONTRADICTED),
 ])
 def test_a_range_claim_holds_spans_or_is_contradicted(values, word):
-    assert statistics.in_range(statistics.mean_interval(values), 1.005, 1.025).word == word
+    assert verdicts.in_range(statistics.mean_interval(values), 1.005, 1.025).word == word
 
 
 def test_one_seed_is_inconclusive_on_either_side():
-    above = statistics.one_sided(statistics.mean_interval([5.0]), 0.2, above=True)
-    below = statistics.one_sided(statistics.mean_interval([-5.0]), 0.2, above=True)
+    above = verdicts.one_sided(statistics.mean_interval([5.0]), 0.2, above=True)
+    below = verdicts.one_sided(statistics.mean_interval([-5.0]), 0.2, above=True)
     assert above.word == below.word == INCONCLUSIVE and above.reason == statistics.ONE_SEED
     assert "falls on" in above.resolution and "falls against" in below.resolution
     assert "two or more seeds would give an interval" in above.resolution
 
 
 def test_a_claim_of_parts_needs_every_part():
-    holds, spans = statistics.Verdict(HOLDS), statistics.Verdict(INCONCLUSIVE, "", 7)
-    assert statistics.every(holds, holds).word == HOLDS
-    assert statistics.every(holds, spans).word == INCONCLUSIVE and statistics.every(holds, spans).seeds_to_resolve == 7
-    assert statistics.every(spans, statistics.Verdict(CONTRADICTED)).word == CONTRADICTED
+    holds, spans = verdicts.Verdict(HOLDS), verdicts.Verdict(INCONCLUSIVE, "", 7)
+    assert verdicts.every(holds, holds).word == HOLDS
+    assert verdicts.every(holds, spans).word == INCONCLUSIVE and verdicts.every(holds, spans).seeds_to_resolve == 7
+    assert verdicts.every(spans, verdicts.Verdict(CONTRADICTED)).word == CONTRADICTED
 
 
 # ---- the verdicts of ledger rows, on small synthetic tables
@@ -195,7 +195,7 @@ def test_early_and_deep_layers_are_not_testable_with_one_layer():
 def test_every_verdict_of_a_ledger_is_one_of_the_five_words_and_every_row_keeps_its_protocol():
     t = contest_tables([0.012, 0.013, 0.011], protocol="smoke")
     ledger = claims.ledger(t)
-    assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
+    assert set(ledger.verdict.map(verdicts.verdict_word)) <= set(verdicts.VERDICTS)
     assert (ledger.protocol == "smoke").all() and ledger.source.isin(claims.SOURCES).all()
     assert (ledger.interval.str.len() > 0).all(), "every row states its interval or why it has none"
 
@@ -303,7 +303,7 @@ def test_the_smoke_builds_contest_columns_recompute_from_its_runs_csv(smoke_work
     checks, ladder = ledger.iloc[:len(claims.CHECKS)], ledger.iloc[len(claims.CHECKS):]
     assert not any(is_ladder_row(row) for row in checks.itertuples())
     assert len(ladder) > 0 and all(is_ladder_row(row) for row in ladder.itertuples())
-    assert set(ledger.verdict.map(statistics.verdict_word)) <= set(statistics.VERDICTS)
+    assert set(ledger.verdict.map(verdicts.verdict_word)) <= set(verdicts.VERDICTS)
     assert (smoke_workspace / "results" / "figures" / "paired_differences.png").stat().st_size > 1000
     assert (built / "best_lr.csv").is_file()
 
@@ -415,7 +415,7 @@ def test_best_lr_table_pairs_over_the_sweep_seeds_and_says_when_it_has_no_interv
 def test_identical_differences_are_degenerate_evidence_not_a_zero_width_interval():
     estimate = statistics.paired({0: 1.54, 1: 1.55}, {0: 1.50, 1: 1.51})
     assert not estimate.has_interval and estimate.reason == statistics.ZERO_SPREAD
-    verdict = statistics.one_sided(estimate, 0.0, above=True)
+    verdict = verdicts.one_sided(estimate, 0.0, above=True)
     assert verdict.word == INCONCLUSIVE and "one seed" not in verdict.resolution
     same = statistics.mean_interval([0.2, 0.2, 0.2])  # a float std of equal numbers is not always exactly 0
     assert not same.has_interval and same.reason == statistics.ZERO_SPREAD
@@ -425,8 +425,8 @@ def test_a_count_of_events_gets_the_exact_binomial_interval():
     low, high = statistics.count_interval(3, 3)
     ci = stats.binomtest(3, 3).proportion_ci(method="exact")
     assert (low, high) == pytest.approx((ci.low, ci.high)) and low == pytest.approx(0.025 ** (1 / 3))
-    assert statistics.count_verdict(6, 6).word == HOLDS and statistics.count_verdict(0, 6).word == CONTRADICTED
-    three = statistics.count_verdict(3, 3)
+    assert verdicts.count_verdict(6, 6).word == HOLDS and verdicts.count_verdict(0, 6).word == CONTRADICTED
+    three = verdicts.count_verdict(3, 3)
     assert three.word == INCONCLUSIVE and three.seeds_to_resolve == 6
 
 
@@ -435,7 +435,7 @@ def test_one_seed_against_a_noise_scale_has_the_t_interval_of_that_spread():
     one = statistics.against_noise(0.18, noise, "yat's contest seeds")
     half = stats.t.ppf(0.975, 2) * 0.002
     assert one.has_interval and (one.low, one.high) == pytest.approx((0.18 - half, 0.18 + half))
-    assert "σ = 0.002" in one.noise and statistics.one_sided(one, 0.015, above=False).word == CONTRADICTED
+    assert "σ = 0.002" in one.noise and verdicts.one_sided(one, 0.015, above=False).word == CONTRADICTED
     assert not statistics.against_noise(0.18, statistics.mean_interval([0.01]), "one seed").has_interval
 
 
@@ -473,7 +473,7 @@ def test_each_variant_may_sweep_its_own_lrs_and_a_best_lr_at_the_grid_edge_is_fl
 def test_holm_steps_down_where_each_claim_alone_would_pass():
     """Three p-values each under 0.05: a per-claim rule settles all three; Holm's step-down holds the smallest
     to 0.05 / 3 and settles none. With a small enough first p it goes on down the list."""
-    from attnlab.pipeline.ground.statistics import holm
+    from attnlab.pipeline.ground.verdicts import holm
 
     assert holm({"a": 0.03, "b": 0.04, "c": 0.045}) == set()
     assert holm({"a": 0.001, "b": 0.02, "c": 0.045}) == {"a", "b", "c"}
@@ -484,7 +484,8 @@ def test_holm_steps_down_where_each_claim_alone_would_pass():
 @pytest.mark.parametrize("shift", [0.0, 0.004, 0.01, 0.03])
 def test_a_verdicts_p_value_agrees_with_its_interval(shift):
     """A one-sided p under 2.5% exactly when the 95% interval clears the threshold on that side."""
-    from attnlab.pipeline.ground.statistics import mean_interval, one_sided
+    from attnlab.pipeline.ground.statistics import mean_interval
+    from attnlab.pipeline.ground.verdicts import one_sided
 
     estimate = mean_interval([1.0 + shift, 1.01 + shift, 0.995 + shift])
     verdict = one_sided(estimate, 1.0, above=True)

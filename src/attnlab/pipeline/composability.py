@@ -36,7 +36,7 @@ import pandas as pd
 
 from attnlab.pipeline.ground import contract
 from attnlab.pipeline.ground.contract import COMPOSABILITY_CHECKS
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, NOT_TESTABLE
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, NOT_TESTABLE
 
 STEP0_NATS = 1e-4  # |dense - blockwise| validation loss at step 0 (same parameters): float32 rounding
 DRIFT_RELATIVE = 0.01  # |dense - blockwise| best validation loss, relative to the dense one

@@ -31,10 +31,11 @@ A verdict at a protocol other than the published one speaks for that protocol.
 `python -m attnlab.pipeline.claims --tables DIR --out STEM` writes the ledger as
 STEM.csv (one row per claim, a `verdict` column), .md and .tex.
 
-One module per post: kernel_post (quality, learning rate), kernel_post_scores
-(the trained attention), a3_post, later_post, and beyond (controls no post
-runs); common holds the Claim row and how a verdict is judged; ledger runs
-every check in order. The names below are importable from here.
+One module per topic of a post: kernel_post (quality, learning rate),
+kernel_post_scale (the trained scores' scale), kernel_post_scores (the trained
+attention's shape), a3_post, later_post, score_papers and length_papers (the
+catalog's papers), and beyond (controls no post runs); common holds the Claim
+row and how a verdict is judged; ledger runs every check in order. The names below are importable from here.
 """
 
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
@@ -44,11 +45,10 @@ from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against
 from attnlab.pipeline.claims.common import (A3_POST, BEYOND, KERNEL_POST, LATER_POST, PAPERS, SOURCES, Claim,
                                             contest_losses, published)
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
-from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
-                                                        kernel_more_diffuse, kernel_scores_five_orders,
-                                                        kernel_scores_larger,
-                                                        learned_scalars_specialise, mass_auroc_null,
-                                                        matched_lr_scores)
+from attnlab.pipeline.claims.kernel_post_scale import (ablation_untames, kernel_scores_five_orders,
+                                                       kernel_scores_larger, matched_lr_scores)
+from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, kernel_more_diffuse,
+                                                        learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.ledger import CHECKS, build_protocol, ledger, load_tables, main
 

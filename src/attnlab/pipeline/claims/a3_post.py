@@ -15,14 +15,13 @@ from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, judged,
                                             lr_text, stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, every, one_sided
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, every, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
 
 ROW_SUM_TOLERANCE = 5e-3  # float16 storage of the maps
 EXACT_TOLERANCE = 1e-3  # max |A3 - softmax| that would count as starting at softmax
 OVERHEAD_SMALL = 0.01  # share of softmax's parameters
 COMPUTE_SMALL = 0.10  # time per step over softmax's: at most this much more
-TRAINED = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
 
 STAY_CLOSE = 0.05  # max |A3 − softmax| of the step-0 weights that counts as "close"
 DEPTH_RULE = pp.Rule(
@@ -30,7 +29,7 @@ DEPTH_RULE = pp.Rule(
     "per contest seed, mean normalised row entropy of the first half of the layers minus the second half's: "
     "within A3 (early softer than deep), and that contrast minus softmax's own (a difference of differences, so "
     "a depth pattern softmax shares is not credited to A3)",
-    "both above 0", "0: the post's direction; it gives no size", (*TRAINED, pp.LAYERS))
+    "both above 0", "0: the post's direction; it gives no size", (*pp.TRAINED, pp.LAYERS))
 COMPUTE_RULE = pp.Rule(words.OVERHEAD, "A3's time per training step over softmax's, timed in one process with the "
                        "variants taking turns, paired by round (mean log-ratio)", f"at most {COMPUTE_SMALL:.0%} more",
                        "this project's reading of 'small': the post gives no number")

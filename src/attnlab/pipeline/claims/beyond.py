@@ -6,18 +6,18 @@ from __future__ import annotations
 
 import math
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (BEYOND, Claim, at_protocol, contest_losses, judged, lr_text, table_of,
                                             untestable)
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, Verdict, every, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
 
 RULE = pp.Rule(words.CONTROL, "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
                "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",
                "both above 0", "0: the direction this project asks about",
-               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+               pp.TRAINED)
 
 
 def a3_gain_is_per_token(t, pub, protocol) -> Claim:
@@ -79,13 +79,13 @@ def softmax_against_itself(t, pub, protocol) -> Claim:
                                            f"{len(seeds)}")
     first = {k: losses[seed] for k, seed in enumerate(seeds[:half])}
     second = {k: losses[seed] for k, seed in enumerate(seeds[half:2 * half])}
-    with statistics.halved():  # pairs of seeds: the look softmax's seeds reached
+    with intervals.halved():  # pairs of seeds: the look softmax's seeds reached
         estimate = statistics.paired(first, second)
     claim.measured = f"first half − second half {describe(estimate, wins=False)}"
     claim.note = (f"seeds {', '.join(map(str, seeds[:half]))} against {', '.join(map(str, seeds[half:2 * half]))}"
                   + (f"; seed {seeds[-1]} left out" if len(seeds) % 2 else ""))
     if not estimate.has_interval:
-        verdict = Verdict(statistics.INCONCLUSIVE, estimate.reason)
+        verdict = Verdict(verdicts.INCONCLUSIVE, estimate.reason)
     else:
         verdict = Verdict(HOLDS if estimate.low <= 0 <= estimate.high else CONTRADICTED)
     judged(claim, verdict, {"softmax − softmax": estimate})

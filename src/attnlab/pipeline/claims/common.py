@@ -8,15 +8,15 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import protocol as preconditions
 from attnlab.pipeline.ground import contract
 from attnlab.pipeline.ground.formatting import lr_text  # noqa: F401  (re-exported: how the checks write an LR)
 from attnlab.pipeline.ground.published import published  # noqa: F401  (re-exported: the ledger's reading of the posts)
 from attnlab.pipeline.ground.estimate_text import interval_text
-from attnlab.pipeline.ground.statistics import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS,
-                                                HOLDS_BY_CONSTRUCTION, INCONCLUSIVE, Estimate, Verdict, inconclusive_at,
-                                                not_testable)
+from attnlab.pipeline.ground.statistics import Estimate
+from attnlab.pipeline.ground.verdicts import (CONTRADICTED, CONTRADICTED_BY_CONSTRUCTION, HOLDS, HOLDS_BY_CONSTRUCTION,
+                                              INCONCLUSIVE, Verdict, inconclusive_at, not_testable)
 
 # Where each claim comes from: the ledger's source column. How the writeup cites each is published.yaml's
 # `sources`, keyed by these words.
@@ -43,7 +43,7 @@ class Claim:
     check: str  # this project's reading: what is computed from the tables, the threshold and its edges' source
     measured: str
     published: str
-    verdict: str  # one of statistics.VERDICTS ("not testable at <protocol>", "inconclusive at <protocol>")
+    verdict: str  # one of verdicts.VERDICTS ("not testable at <protocol>", "inconclusive at <protocol>")
     interval: str = ""  # the interval the verdict rests on, or why there is none
     seeds: int = 0  # how many seeds it rests on
     seeds_to_resolve: float | None = None  # inconclusive: about how many seeds would resolve it
@@ -53,7 +53,7 @@ class Claim:
     preconditions: str = ""  # the claim's protocol preconditions at this build: which failed, which were met
     lean: str = ""  # off the claim's protocol: what the data at this protocol alone would say
     quote: str = ""  # the source's words, verbatim with their section, or why there are none (claims.words)
-    p_value: float = math.nan  # the one-sided p-value of the verdict's side (statistics.Verdict.p)
+    p_value: float = math.nan  # the one-sided p-value of the verdict's side (verdicts.Verdict.p)
     holm: str = ""  # in the family of the posts' trained claims: whether the verdict survives Holm's step-down
 
 
@@ -102,7 +102,7 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
     it is the lean of a contradicted claim, and part of the lean of one off its protocol."""
     claim.preconditions = preconditions.summary(found)
     bad = preconditions.failed(found)
-    word = statistics.verdict_word(claim.verdict)
+    word = verdicts.verdict_word(claim.verdict)
     if not bad:
         if word == CONTRADICTED and direction:
             claim.lean = direction
@@ -136,13 +136,13 @@ def constructed(claim: Claim, seeds: int, why: str, holds: bool) -> Claim:
 
 def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5) -> Claim:
     """A claim about an event (a divergence): k of n seeds, judged by the exact binomial interval of the share
-    against `share` (statistics.count_verdict), never as a mean."""
-    verdict = statistics.count_verdict(k, n, share)
+    against `share` (verdicts.count_verdict), never as a mean."""
+    verdict = verdicts.count_verdict(k, n, share)
     low, high = statistics.count_interval(k, n)
     claim.verdict = verdict.word
     claim.p_value = verdict.p
     claim.seeds = n
-    claim.interval = (f"share {statistics.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
+    claim.interval = (f"share {intervals.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
                       if n else f"none: {statistics.NO_SEED}")
     if verdict.word == INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve

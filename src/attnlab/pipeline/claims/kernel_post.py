@@ -10,7 +10,7 @@ import math
 import numpy as np
 import pandas as pd
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
@@ -19,7 +19,8 @@ from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_prot
                                             stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import at_lr
 from attnlab.pipeline.ground.published import quality_band, table_gap
-from attnlab.pipeline.ground.statistics import CONFIDENCE, every, in_range, one_sided
+from attnlab.pipeline.ground.intervals import CONFIDENCE
+from attnlab.pipeline.ground.verdicts import every, in_range, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
 
 # What each claim says, as numbers.
@@ -40,7 +41,7 @@ GAP_RULE = pp.Rule(
     f"0: the table's direction (softmax ahead of {KERNEL}, 1.4923 vs 1.5089: {_GAP:+.2%}); "
     f"{GAP_BAND[1]:.2%}: the upper end of a Welch 95% interval of that gap over the table's three seeds a side "
     f"([{_LOW:+.2%}, {_HIGH:+.2%}], this project's reading of the table, which states no interval)",
-    (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+    pp.TRAINED)
 DIES_RULE = pp.Rule(
     words.DIES,
     "softmax's sweep, over the post's LRs below 1e-2 that the sweep holds: (max − min) / min of the best "
@@ -99,7 +100,7 @@ def _best_lr_gaps(t) -> str:
     for row in best[best.variant.isin(KERNELS)].itertuples():
         if not np.isfinite(row.gap_vs_softmax):
             continue
-        bounds = (f"{CONFIDENCE:.0%} {statistics.interval_kind()} [{row.gap_ci_low:+.2%}, {row.gap_ci_high:+.2%}]"
+        bounds = (f"{CONFIDENCE:.0%} {intervals.interval_kind()} [{row.gap_ci_low:+.2%}, {row.gap_ci_high:+.2%}]"
                   if np.isfinite(row.gap_ci_low) else str(row.interval_note))
         parts.append(f"{row.variant} at {lr_text(row.best_lr)} {row.gap_vs_softmax:+.2%} ({bounds})")
     if parts and len(soft):
@@ -212,7 +213,7 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
             or top.loc[s, "best_val_loss"] - best_other[s] >= DEATH_GAP]
     band = band_estimate(t, "softmax", sweep[~at_death])  # the LRs it lives at; 1e-2 is the death's own test
     band_verdict = one_sided(band, LR_BAND, above=True)
-    death_verdict = statistics.count_verdict(len(died), len(seeds), MOST)
+    death_verdict = verdicts.count_verdict(len(died), len(seeds), MOST)
     fmt = lambda x: f"{x:.2%}"  # noqa: E731
     trained = [s for s in seeds if not bool(top.loc[s, "diverged"])]
     at_top = (f"; at {lr_text(DEATH_LR)} {float(top.loc[trained, 'best_val_loss'].mean()):.4f}, "
@@ -225,7 +226,7 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     claim.interval = f"band: {estimate_text.interval_text(band, fmt)}; deaths: {claim.interval}"
     verdict = every(band_verdict, death_verdict)
     claim.verdict, claim.p_value = verdict.word, verdict.p
-    if verdict.word == statistics.INCONCLUSIVE:
+    if verdict.word == verdicts.INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = "; ".join(filter(None, [band_verdict.resolution, (
             f"deaths: about {int(death_verdict.seeds_to_resolve)} sweep seeds at the same rate would resolve it"
@@ -263,7 +264,7 @@ def kernel_lr_band(t, pub, protocol) -> Claim:
         # the share of seeds whose column broke is above 0 on any divergence (its interval's lower end): the claim,
         # that every LR of the column stays within the band, is contradicted
         judged_by_count(claim, len(broken), len(seeds), "diverged", 0.0)
-        claim.verdict, claim.resolution, claim.seeds_to_resolve = statistics.CONTRADICTED, "", None
+        claim.verdict, claim.resolution, claim.seeds_to_resolve = verdicts.CONTRADICTED, "", None
         claim.p_value = math.nan  # a broken column refutes the claim outright: no test, outside Holm's family
         return at_protocol(claim, protocol, [], f"the column breaks on {len(broken)} of {len(seeds)} seeds")
     estimate = band_estimate(t, "yat", sweep)

@@ -9,12 +9,12 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (LATER_POST, Claim, at_protocol, contest_losses, contest_lr_text,
                                             contest_row, judged, untestable)
-from attnlab.pipeline.ground.statistics import one_sided
+from attnlab.pipeline.ground.verdicts import one_sided
 from attnlab.pipeline.ground.estimate_text import describe
 
 RULE = pp.Rule(words.LATER, "yat_b_exp − yat_b best validation loss, paired by contest seed, each at its contest "
                "LR", "below 0", "0: the direction the later post reported",
-               (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU))
+               pp.TRAINED)
 
 
 def softmax_over_kernel(t, pub, protocol) -> Claim:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, intervals, verdicts
 from attnlab.pipeline.ground.design import Design
 from attnlab.pipeline.ground import build_manifest
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,
@@ -23,12 +23,12 @@ from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_sm
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against_itself
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, published
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
-from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, ablation_untames,
-                                                        kernel_more_diffuse, kernel_scores_five_orders,
-                                                        kernel_scores_larger, learned_scalars_specialise,
-                                                        mass_auroc_null)
+from attnlab.pipeline.claims.kernel_post_scale import ablation_untames, kernel_scores_five_orders, kernel_scores_larger
+from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, kernel_more_diffuse,
+                                                        learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.scale import scale_claims
+from attnlab.pipeline.claims.length_papers import CHECKS as LENGTH_CHECKS
 from attnlab.pipeline.claims.score_papers import CHECKS as PAPER_CHECKS
 from attnlab.pipeline.tables.display import display, write_table
 
@@ -37,7 +37,7 @@ CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_fiv
           ablation_barely_moves_entropy, a3_valid_distributions, a3_starts_at_softmax, a3_starts_close,
           a3_early_layers_softer, a3_overhead_small,
           a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token,
-          softmax_against_itself, *PAPER_CHECKS)
+          softmax_against_itself, *LENGTH_CHECKS, *PAPER_CHECKS)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
@@ -80,14 +80,14 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     # Where the build added seeds under a design, every interval is the one the rule read at its last look.
     with reading:
         for check in CHECKS:
-            with statistics.fixed() if check in OFF_CONTEST else contextlib.nullcontext():
+            with intervals.fixed() if check in OFF_CONTEST else contextlib.nullcontext():
                 claim = check(tables, pub, protocol)
             claim.protocol = protocol
-            empirical = not claim.verdict.startswith((*statistics.BY_CONSTRUCTION, statistics.NOT_TESTABLE))
+            empirical = not claim.verdict.startswith((*verdicts.BY_CONSTRUCTION, verdicts.NOT_TESTABLE))
             notes = [diverged, rounds_note] if empirical else []
             claim.note = "; ".join(filter(None, [claim.note, *notes]))
             rows.append(asdict(claim))
-        with statistics.fixed():  # the ladder's rungs and seeds are its own, fixed in the config
+        with intervals.fixed():  # the ladder's rungs and seeds are its own, fixed in the config
             ladder_rows = scale_claims(tables, pub, protocol)
         for claim in ladder_rows:  # each ladder row names its own protocol
             claim.protocol = claim.protocol or protocol
@@ -108,8 +108,8 @@ def holm_column(table: pd.DataFrame) -> list[str]:
     test (a finite p-value), '' outside the family. Only a settled verdict (holds, contradicted) can survive;
     an open one is in the family, and counts toward its size, all the same."""
     family = table.source.isin(POSTS) & pd.to_numeric(table.p_value, errors="coerce").notna()
-    rejected = statistics.holm({i: float(table.p_value[i]) for i in table.index[family]})
-    settled = table.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])
+    rejected = verdicts.holm({i: float(table.p_value[i]) for i in table.index[family]})
+    settled = table.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])
     return [("" if not family[i] else SURVIVES if i in rejected and settled[i] else FALLS) for i in table.index]
 
 

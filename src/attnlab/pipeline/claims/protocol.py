@@ -34,6 +34,8 @@ INSIDE_GRID = "that LR inside its sweep grid"
 PLATEAU = "cells trained to a plateau"
 LAYERS = "at least four layers"
 PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS)
+# What a claim about trained models needs of a build: the published protocol's own-LR, in-grid, plateau cells.
+TRAINED = (OWN_BEST_LR, INSIDE_GRID, PLATEAU)
 MIN_LAYERS = 4  # two early and two deep layers: with one on each side, depth is one layer's own effect
 
 

@@ -22,7 +22,7 @@ from attnlab.pipeline.ground import contract
 from attnlab.pipeline.claims.common import published
 from attnlab.pipeline.claims.ledger import CHECKS
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.ground.statistics import verdict_word
+from attnlab.pipeline.ground.verdicts import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
 from attnlab.pipeline.tables.ladder import (LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, length_text,
                                             params_text)

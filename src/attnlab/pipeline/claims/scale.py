@@ -18,14 +18,14 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, judged, stability_text,
                                             table_of, untestable)
 from attnlab.pipeline.ground.contract import BASELINE
-from attnlab.pipeline.ground.statistics import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
+from attnlab.pipeline.ground.verdicts import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
 from attnlab.pipeline.tables.ladder import LADDER_PROTOCOL, SIZE, STEPS, length_text, params_text
 
@@ -166,12 +166,12 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
                   protocol=str(last.protocol),
                   lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "",
                   quote=str(last.quote) if "quote" in last and pd.notna(last.quote) else "")
-    holding = size[size.verdict.map(statistics.verdict_word).isin(HOLDING)]
+    holding = size[size.verdict.map(verdicts.verdict_word).isin(HOLDING)]
     if len(holding):
         first = holding.iloc[0]
         claim.measured = (f"holds from rung {int(first.rung)} of {size.rung.nunique()} "
                           f"({params_text(first.n_params)} parameters)")
-    elif size.verdict.map(statistics.verdict_word).eq(statistics.NOT_TESTABLE).all():
+    elif size.verdict.map(verdicts.verdict_word).eq(verdicts.NOT_TESTABLE).all():
         claim.measured = "not testable at any rung of this ladder"
     else:
         claim.measured = "at no rung of this ladder"
@@ -181,10 +181,10 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
             first = leaning.iloc[0]
             claim.measured += (f"; off the claim's protocol, the data alone would hold from rung {int(first.rung)} of "
                                f"{size.rung.nunique()} ({params_text(first.n_params)} parameters)")
-    verdicts = [f"{params_text(r.n_params)} {statistics.verdict_word(r.verdict)}" for r in size.itertuples()]
-    longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {statistics.verdict_word(r.verdict)}"
+    by_rung = [f"{params_text(r.n_params)} {verdicts.verdict_word(r.verdict)}" for r in size.itertuples()]
+    longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {verdicts.verdict_word(r.verdict)}"
               for r in rows[rows.series != SIZE].itertuples()]
-    claim.note = "; ".join(filter(None, ["by rung: " + ", ".join(verdicts) if verdicts else "",
+    claim.note = "; ".join(filter(None, ["by rung: " + ", ".join(by_rung) if by_rung else "",
                                          "trained longer: " + ", ".join(longer) if longer else ""]))
     return claim
 

@@ -1,4 +1,5 @@
-"""The claims of the papers behind the catalog's score functions (config/catalog.yaml), one ledger row each.
+"""The claims of the papers behind the catalog's score functions (config/catalog.yaml), one ledger row each;
+the claims about longer contexts are attnlab.pipeline.claims.length_papers.
 
 Each row is judged like the posts' claims: paired by contest seed with
 softmax, each variant at its contest LR, held to the same preconditions (own
@@ -20,26 +21,18 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, intervals, statistics, verdicts
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, SSMAX_PAPER,
-                                            STICKBREAKING_PAPER, Claim, at_protocol, contest_losses,
-                                            contest_lr_text, contest_row, contest_values, judged, pct, table_of,
-                                            untestable)
+from attnlab.pipeline.claims.common import (COG_PAPER, SELECTIVE_PAPER, SINK_POST, SOFTPICK_PAPER, Claim, at_protocol,
+                                            contest_losses, contest_lr_text, contest_row, contest_values, judged, pct,
+                                            table_of, untestable)
 from attnlab.pipeline.claims.words import title
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.estimate_text import describe, interval_text
-from attnlab.pipeline.ground.statistics import CONTRADICTED, HOLDS, Verdict, every, one_sided
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, Verdict, every, one_sided
 
 SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority margin (module docstring)
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
-NEEDS = (pp.OWN_BEST_LR, pp.INSIDE_GRID, pp.PLATEAU)
-LONGER_CONTEXT = ("no cell was evaluated beyond its training block: that needs cells without position embeddings "
-                  "(model.position: none) evaluated at longer windows (train.eval_context_multiples), as "
-                  "config/length.yaml trains them")
-NO_POSITIONS = ("every variant without position embeddings, softmax included (the papers' softmax baselines have "
-                "positional encodings): the loss at each longer window is on the whole validation split in windows "
-                "of that length")
 
 
 def loss_ratio(t, variant: str) -> statistics.Estimate:
@@ -68,70 +61,6 @@ def missing(t, variant: str) -> str:
     return ""
 
 
-# ---- stick-breaking attention and Scalable-Softmax: longer contexts
-
-
-def context_losses(t, variant: str, multiple: int) -> dict[int, float]:
-    """seed -> a variant's contest cell's whole-split loss in windows of `multiple` x its training block."""
-    table = table_of(t, "context_length")
-    if table.empty:
-        return {}
-    rows = table[(table.variant == variant) & (table.multiple.astype(int) == multiple)]
-    return {int(r.seed): float(r.val_loss) for r in rows.itertuples()}
-
-
-def longer_than_trained(t) -> list[int]:
-    """The window multiples beyond the training block this build evaluated at (none: [])."""
-    table = table_of(t, "context_length")
-    return sorted(int(m) for m in set(table.multiple.astype(int)) if m > 1) if not table.empty else []
-
-
-def lower_loss_at_longer_contexts(t, claim: Claim, variant: str, rule: pp.Rule, protocol) -> Claim:
-    """The variant / softmax loss at every longer window, paired by seed: holds when each ratio's interval is
-    below 1, contradicted when one is above it."""
-    multiples = longer_than_trained(t)
-    why = missing(t, variant)
-    ratios = {m: statistics.paired(context_losses(t, variant, m), context_losses(t, BASELINE, m), ratio=True)
-              for m in multiples}
-    if why or not multiples or not all(e.n for e in ratios.values()):
-        return untestable(claim, protocol, why or LONGER_CONTEXT)
-    trained = statistics.paired(context_losses(t, variant, 1), context_losses(t, BASELINE, 1), ratio=True)
-    claim.measured = "; ".join([f"{m}× the block: {variant} / {BASELINE} {describe(e, pct)}"
-                                for m, e in ratios.items()]
-                               + [f"at the trained block {describe(trained, pct)}"])
-    claim.note = "; ".join([lrs_note(t, variant, BASELINE), NO_POSITIONS])
-    verdict = every(*(one_sided(e, 1.0, above=False) for e in ratios.values()))
-    judged(claim, verdict, {f"{m}x": e for m, e in ratios.items()}, pct)
-    worst = max(ratios, key=lambda m: ratios[m].mean)
-    return at_protocol(claim, protocol, pp.conditions(t, rule, [variant, BASELINE]),
-                       f"{variant} is not better at {worst}× the block: {pct(ratios[worst].mean)}")
-
-
-STICKBREAKING_RULE = pp.Rule(
-    title("Scaling Stick-Breaking Attention"), "stickbreaking / softmax validation loss at each window longer "
-    "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "'extrapolates better' read as a lower loss than softmax at every longer window", NEEDS)
-SSMAX_RULE = pp.Rule(
-    title("Scalable-Softmax Is Superior for Attention"), "ssmax / softmax validation loss at each window longer "
-    "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "the paper's lower loss at longer contexts than trained on", NEEDS)
-
-
-def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
-    claim = Claim(STICKBREAKING_PAPER, "stick-breaking attention, trained at one context length, extrapolates to "
-                  "longer ones better than softmax", STICKBREAKING_RULE.text(), "–",
-                  "qualitative (Tan et al. 2024, arXiv:2410.17980)", "")
-    claim.quote = STICKBREAKING_RULE.quote()
-    return lower_loss_at_longer_contexts(t, claim, "stickbreaking", STICKBREAKING_RULE, protocol)
-
-
-def ssmax_longer_contexts(t, pub, protocol) -> Claim:
-    claim = Claim(SSMAX_PAPER, "Scalable-Softmax gives a lower loss than softmax at contexts longer than trained on",
-                  SSMAX_RULE.text(), "–", "qualitative (Nakanishi 2025, arXiv:2501.19399)", "")
-    claim.quote = SSMAX_RULE.quote()
-    return lower_loss_at_longer_contexts(t, claim, "ssmax", SSMAX_RULE, protocol)
-
-
 # ---- selective attention: unequal sizes on purpose
 
 
@@ -141,7 +70,7 @@ SELECTIVE_RULE = pp.Rule(
     "wide), best validation loss paired by contest seed, each at "
     "its contest LR",
     f"the ratio within {2 - SAME_LOSS:.2f}–{SAME_LOSS:.2f}: 'as well as', this project's loss margin both ways",
-    "the paper's 'performs as well as standard transformers with about twice the heads'", NEEDS)
+    "the paper's 'performs as well as standard transformers with about twice the heads'", pp.TRAINED)
 NO_TWICE = ("no softmax cells with twice the heads: a study named `heads` setting model.heads to twice the "
             "config's, for softmax, at the contest's seeds (as config/catalog.yaml has)")
 
@@ -216,7 +145,7 @@ def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:
                             "softmax's contest LR, with the contest's model and training but for its heads; the "
                             f"model's width is fixed, so its heads are half as wide and it has {size}, where the "
                             "paper's wider heads add parameters"])
-    verdict = statistics.in_range(ratio, 2 - SAME_LOSS, SAME_LOSS)
+    verdict = verdicts.in_range(ratio, 2 - SAME_LOSS, SAME_LOSS)
     judged(claim, verdict, {"loss ratio": ratio}, pct)
     return at_protocol(claim, protocol, pp.conditions(t, SELECTIVE_RULE, ["selective", BASELINE]),
                        f"selective is not within 1% of softmax with twice the heads: {pct(ratio.mean)}")
@@ -231,12 +160,12 @@ SOFTPICK_RULE = pp.Rule(
     "et al. 2024's sink rate) in softpick's contest cells, all seeds pooled; softpick / softmax "
     "best validation loss, paired by seed",
     f"sink share below {SINK_SHARE:.0%} (exact binomial interval) and the loss ratio below {SAME_LOSS:.2f}",
-    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", NEEDS)
+    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", pp.TRAINED)
 
 
 def below_share(k: int, n: int, share: float) -> Verdict:
-    """A claim that an event is rarer than `share`: statistics.count_verdict's, with its sides swapped."""
-    verdict = statistics.count_verdict(k, n, share)
+    """A claim that an event is rarer than `share`: verdicts.count_verdict's, with its sides swapped."""
+    verdict = verdicts.count_verdict(k, n, share)
     swapped = {HOLDS: CONTRADICTED, CONTRADICTED: HOLDS}.get(verdict.word, verdict.word)
     return Verdict(swapped, verdict.reason, verdict.seeds_to_resolve, verdict.side)
 
@@ -278,7 +207,7 @@ def softpick_no_sinks(t, pub, protocol) -> Claim:
     sinks = below_share(k, n, SINK_SHARE)
     judged(claim, every(sinks, no_loss_cost(loss)), {"loss ratio": loss}, pct)
     low, high = statistics.count_interval(k, n)
-    claim.interval += f"; sink share {statistics.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial)"
+    claim.interval += f"; sink share {intervals.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial)"
     direction = (f"softpick has sinks in {k} of {n} heads" if sinks.word == CONTRADICTED
                  else f"softpick costs loss: {pct(loss.mean)}")
     return at_protocol(claim, protocol, pp.conditions(t, SOFTPICK_RULE, ["softpick", BASELINE]), direction)
@@ -291,7 +220,7 @@ COG_RULE = pp.Rule(
     title("More Expressive Attention with Negative Weights"),
     "cog / softmax best validation loss, paired by contest seed (and the share of cog's weight magnitude on "
     "negative weights, reported)",
-    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", NEEDS)
+    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", pp.TRAINED)
 
 
 def cog_at_least_softmax(t, pub, protocol) -> Claim:
@@ -322,7 +251,7 @@ SINK_RULE = pp.Rule(
     "softmax_sink / softmax, paired by contest seed: the residual stream's kurtosis (the largest over layers), its "
     "largest |activation|, and the best validation loss",
     f"both activation ratios below 1 and the loss ratio below {SAME_LOSS:.2f}",
-    "the post's outlier claim, with this project's loss margin", NEEDS)
+    "the post's outlier claim, with this project's loss margin", pp.TRAINED)
 
 
 def sink_smaller_outliers(t, pub, protocol) -> Claim:
@@ -348,5 +277,4 @@ def sink_smaller_outliers(t, pub, protocol) -> Claim:
                        f"outliers do not shrink: kurtosis ratio {kurtosis.mean:.3g}×, largest {largest.mean:.3g}×")
 
 
-CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts, softpick_no_sinks, selective_matches_twice_the_heads,
-          cog_at_least_softmax, sink_smaller_outliers)
+CHECKS = (softpick_no_sinks, selective_matches_twice_the_heads, cog_at_least_softmax, sink_smaller_outliers)

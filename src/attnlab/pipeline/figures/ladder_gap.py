@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, paper_handle, paper_marks, params_axis, variants_of
 from attnlab.pipeline.figures.main import figure_main
@@ -38,7 +38,7 @@ def draw(data: dict, style: dict):
     params_axis(ax, table)
     ax.set_ylabel(f"best validation loss − {BASELINE}'s (nats/char)")
     steps = int(table.steps.iloc[0])
-    level = f"{statistics.CONFIDENCE:.0%}"
+    level = f"{intervals.CONFIDENCE:.0%}"
     ax.set_title(wrap(f"Paired difference from {BASELINE} by model size ({steps:,} steps): mean over seeds with its "
                       f"{level} t-interval, single seeds (dots)" + ("; hollow: the posts' gaps at 2.72 M parameters"
                                                                     if published else ""), TEXT_WIDTH, 8.5))

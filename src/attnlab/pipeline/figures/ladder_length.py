@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, variants_of
 from attnlab.pipeline.figures.main import figure_main
@@ -59,7 +59,7 @@ def draw(data: dict, style: dict):
     n_params = params_text(table[table.variant == BASELINE].n_params.min() if (table.variant == BASELINE).any()
                            else table.n_params.min())
     title(fig, f"Training length at rung {rung} ({n_params} parameters): mean over seeds with its "
-          f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots)")
+          f"{intervals.CONFIDENCE:.0%} t-interval, single seeds (dots)")
     return fig
 
 

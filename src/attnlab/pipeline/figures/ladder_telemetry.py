@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals
 from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
 from attnlab.pipeline.figures.ladder_lines import lines, paper_handle, paper_marks, params_axis, variants_of
 from attnlab.pipeline.figures.main import figure_main
@@ -64,7 +64,7 @@ def draw(data: dict, style: dict):
     fig.legend(handles=list(legend.values()), loc="outside lower center", ncol=min(len(legend), 3), frameon=False)
     steps = int(table.steps.iloc[0])
     title(fig, f"Telemetry by model size ({steps:,} steps): mean over seeds with its "
-          f"{statistics.CONFIDENCE:.0%} t-interval, single seeds (dots); hollow: the posts' values at "
+          f"{intervals.CONFIDENCE:.0%} t-interval, single seeds (dots); hollow: the posts' values at "
           "2.72 M parameters")
     return fig
 

@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.figures.cells import contest_cells, variant_order
 from attnlab.pipeline.figures.main import figure_main
@@ -55,7 +55,7 @@ def draw(data: dict, style: dict):
         empty_note(ax, "no variant beside softmax in contest.csv" if not contest.empty else "contest.csv is empty")
         return fig
     order = variant_order(contest)
-    level = f"{statistics.CONFIDENCE:.0%}"
+    level = f"{intervals.CONFIDENCE:.0%}"
     rows = contest.set_index("variant")
     best_rows = best.set_index("variant") if best is not None and not best.empty else pd.DataFrame()
     labels = []

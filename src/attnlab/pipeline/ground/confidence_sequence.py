@@ -43,7 +43,7 @@ import math
 from scipy import optimize
 
 # the formula below, kept with the intervals
-from attnlab.pipeline.ground.statistics import CONFIDENCE, half_width_factor
+from attnlab.pipeline.ground.intervals import CONFIDENCE, half_width_factor
 
 METHOD = ("Lai's (1976) anytime-valid confidence sequence for a Gaussian mean of unknown spread "
           "(Wang & Ramdas 2024, arXiv:2310.03722)")

@@ -32,7 +32,7 @@ SHARE_DIFFUSE = f"share_above_{DIFFUSE_ABOVE:g}"
 # What the posts call a score scale's "per-layer mean": per seed, the mean over layers of each layer's max score.
 SEED_MEAN_OVER_LAYERS = "seed_mean_over_layers_of_max_score"
 # "Orders of magnitude" (plural): the kernel's largest score at least this many times softmax's (the ledger's check,
-# attnlab.pipeline.claims.kernel_post_scores, and the rule that adds seeds).
+# attnlab.pipeline.claims.kernel_post_scale, and the rule that adds seeds).
 ORDERS_OF_MAGNITUDE = 100.0
 # The robust reading of the score scale beside the maximum: per layer, the 99.9th percentile of the visible
 # trained scores on the held-out batches (attnlab.core.telemetry_stats), in the score_scale table.

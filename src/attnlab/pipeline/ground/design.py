@@ -12,7 +12,7 @@ Three designs, each with its error rate stated in advance (contest.rounds; docs/
   and wider for it.
 
 A design is config arithmetic, which the Snakefile reads without the numeric libraries (they load only when an
-interval is read); `Design.reading()` is the context (attnlab.pipeline.ground.statistics) every interval of a
+interval is read); `Design.reading()` is the context (attnlab.pipeline.ground.intervals) every interval of a
 build is computed in, so the rule that adds seeds, the tables and the ledger read one interval.
 """
 
@@ -24,7 +24,7 @@ from functools import cache
 
 FIXED, GROUP_SEQUENTIAL, CONFIDENCE_SEQUENCE = "fixed", "group sequential", "confidence sequence"
 SPENDING_NAMES = {"obrien_fleming": "O'Brien–Fleming-type", "pocock": "Pocock-type"}
-ALPHA = 0.05  # the error rate of every interval the build prints (1 − statistics.CONFIDENCE)
+ALPHA = 0.05  # the error rate of every interval the build prints (1 − intervals.CONFIDENCE)
 
 
 @dataclass(frozen=True)
@@ -52,12 +52,12 @@ class Design:
     def reading(self):
         """The context every interval over the contest's seeds is computed in: each over n seeds at the level
         of the look n seeds reached."""
-        from attnlab.pipeline.ground import statistics
+        from attnlab.pipeline.ground import intervals  # numpy and scipy load only here: the Snakefile reads designs
 
         if self.kind == CONFIDENCE_SEQUENCE:  # a median's exact interval: α shared over the planned rounds
-            return statistics.sequential(self.precision, median=1 - self.alpha / len(self.looks))
+            return intervals.sequential(self.precision, median=1 - self.alpha / len(self.looks))
         if self.kind == GROUP_SEQUENTIAL:
-            return statistics.repeated(self.looks, self.confidences)
+            return intervals.repeated(self.looks, self.confidences)
         return contextlib.nullcontext()
 
     def text(self) -> str:

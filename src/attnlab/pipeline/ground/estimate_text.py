@@ -6,7 +6,8 @@ and the writeup print (attnlab.pipeline.ground.statistics computes them).
 
 from __future__ import annotations
 
-from attnlab.pipeline.ground.statistics import CONFIDENCE, NO_SEED, Estimate, count_interval
+from attnlab.pipeline.ground.intervals import CONFIDENCE
+from attnlab.pipeline.ground.statistics import NO_SEED, Estimate, count_interval
 
 
 def count_text(k: int, n: int, event: str) -> str:

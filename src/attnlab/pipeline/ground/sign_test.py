@@ -13,7 +13,7 @@ The interval [x_(k), x_(n−k+1)] covers the median of i.i.d. continuous values 
 for, and `achieved` is the coverage it gives (e.g. 96.1% at 9 seeds for 95%). Below 6 seeds at 95% no two
 order statistics reach it (5 seeds give at most 93.75%): the interval is then the whole line (−∞, +∞), of
 coverage 1, and never settles a claim. Order statistics are scale-free, so the interval of a ratio is the
-same read on the ratio or on its log. The verdicts are those of attnlab.pipeline.ground.statistics (its words,
+same read on the ratio or on its log. The verdicts are those of attnlab.pipeline.ground.verdicts (its words,
 its Verdict, its p_least); the p-values are exact one-sided sign tests (scipy.stats.binomtest).
 """
 
@@ -27,8 +27,10 @@ from functools import lru_cache
 import numpy as np
 from scipy import stats
 
-from attnlab.pipeline.ground import statistics
-from attnlab.pipeline.ground.statistics import CONFIDENCE, CONTRADICTED, HOLDS, INCONCLUSIVE, NO_SEED, Verdict
+from attnlab.pipeline.ground import intervals, statistics, verdicts
+from attnlab.pipeline.ground.intervals import CONFIDENCE
+from attnlab.pipeline.ground.statistics import NO_SEED
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE, Verdict
 
 METHOD = "median of the per-seed values with an exact sign-test (order-statistic) interval"
 _TOLERANCE = 1e-12  # coverage compared with the confidence asked for, past floating-point rounding
@@ -190,11 +192,11 @@ def verdict(estimate: MedianEstimate, threshold: float, above: bool = True) -> V
     """A claim that the median lies above (or below) `threshold`: holds when the whole interval is on the
     claim's side, contradicted when on the other side, else inconclusive with the seeds that would settle it
     at the observed shares. p: the exact one-sided sign test of the settled side (the likelier one when
-    open), which Holm reads; NaN inside a sequential design's reading, as statistics.p_beyond's (a fixed-seed
+    open), which Holm reads; NaN inside a sequential design's reading, as verdicts.p_beyond's (a fixed-seed
     p-value is no evidence there)."""
     if estimate.n == 0:
         return Verdict(INCONCLUSIVE, NO_SEED)
-    designed = statistics.interval_kind() != "CI"
+    designed = intervals.interval_kind() != "CI"
     up, down = ((math.nan, math.nan) if designed
                 else (p_above(estimate.values, threshold), p_below(estimate.values, threshold)))
     on_side, against = (up, down) if above else (down, up)
@@ -206,9 +208,9 @@ def verdict(estimate: MedianEstimate, threshold: float, above: bool = True) -> V
     if estimate.n == 1:
         falls = "on" if (estimate.values[0] > threshold) == above else "against"
         side = f"the one seed falls {falls} the claim's side"
-    level = statistics.median_confidence if designed else estimate.confidence  # each count at its own look's
+    level = intervals.median_confidence if designed else estimate.confidence  # each count at its own look's
     return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate.values, threshold, level), side,
-                   p=statistics.p_least(on_side, against))
+                   p=verdicts.p_least(on_side, against))
 
 
 def fragility(estimate: MedianEstimate, threshold: float) -> int:

@@ -11,7 +11,7 @@ import html
 
 import pandas as pd
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, verdicts
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.ground.formatting import difference, finite, plural
@@ -31,7 +31,7 @@ VARIANTS = {
     "softmax_t": "softmax with one learned inverse temperature per layer and head, starting where A³'s gate starts",
     "a3_heads": "A³ with its gate and bias per layer and head instead of shared",
 }
-LEVEL = f"{statistics.CONFIDENCE:.0%}"
+LEVEL = f"{intervals.CONFIDENCE:.0%}"
 # The config that trains every cell to its plateau on a 2-core machine, and what its build decided there (the
 # CHANGELOG's measurements give the command, the date and the machine's step rate).
 SETTLE_CONFIG = "settle"
@@ -95,12 +95,12 @@ def settled(ledger: pd.DataFrame) -> str:
     with its direction and size."""
     parts = []
     kinds = _kind(ledger)
-    held = ledger[kinds == statistics.HOLDS]
+    held = ledger[kinds == verdicts.HOLDS]
     if len(held):
         parts.append("Holding: " + "; ".join(
             html.escape(str(r.claim)) + (f" ({html.escape(str(r.interval))})" if _bounded(r) else "")
             for r in held.itertuples()) + ".")
-    against = ledger[kinds == statistics.CONTRADICTED]
+    against = ledger[kinds == verdicts.CONTRADICTED]
     if len(against):
         parts.append("Contradicted: " + "; ".join(
             html.escape(str(r.claim)) + (f": {html.escape(_lean(r))}" if _lean(r) else "")
@@ -112,7 +112,7 @@ def settled(ledger: pd.DataFrame) -> str:
 def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     """The claims held back because this build is off their protocol: which precondition failed, how often, and
     which way the data at this protocol lean."""
-    rows = ledger[ledger.verdict.astype(str).str.startswith(f"{statistics.INCONCLUSIVE} at")]
+    rows = ledger[ledger.verdict.astype(str).str.startswith(f"{verdicts.INCONCLUSIVE} at")]
     if rows.empty:
         return ""
     failed = {}
@@ -149,7 +149,7 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
 def constructions(ledger: pd.DataFrame) -> str:
     """The claims the model's construction settles, apart from the experiments."""
     kinds = _kind(ledger)
-    rows = ledger[kinds.isin(statistics.BY_CONSTRUCTION)]
+    rows = ledger[kinds.isin(verdicts.BY_CONSTRUCTION)]
     if rows.empty:
         return ""
     parts = [f"{html.escape(str(r.claim))}: {html.escape(verdict_kind(r.verdict)[0])} ({html.escape(str(r.measured))})"
@@ -179,8 +179,8 @@ def decided(ledger: pd.DataFrame, protocol: str) -> str:
     what would decide the rest."""
     posts = posts_claims(ledger)
     kinds = _kind(posts)
-    tested = int(kinds.isin([statistics.HOLDS, statistics.CONTRADICTED]).sum())
-    built = int(kinds.isin(statistics.BY_CONSTRUCTION).sum())
+    tested = int(kinds.isin([verdicts.HOLDS, verdicts.CONTRADICTED]).sum())
+    built = int(kinds.isin(verdicts.BY_CONSTRUCTION).sum())
     survive = int((posts.holm == SURVIVES).sum()) if "holm" in posts else 0
     rest = len(posts) - tested - built
     if len(posts_family(ledger)):

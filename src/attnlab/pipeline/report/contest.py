@@ -12,7 +12,7 @@ from __future__ import annotations
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.ground.contract import BASELINE, seeds_of
 from attnlab.pipeline.ground.design import FIXED, Design
@@ -21,7 +21,7 @@ from attnlab.pipeline.ground.formatting import MISSING, finite, interval, mean_p
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.runs import LATE_SHARE, PLATEAU_TOLERANCE
 
-LEVEL = f"{statistics.CONFIDENCE:.0%}"
+LEVEL = f"{intervals.CONFIDENCE:.0%}"
 
 
 def ordered(variants, contest: pd.DataFrame) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.claims.scale import ON_THE_LADDER
@@ -22,14 +22,14 @@ from attnlab.pipeline.ground.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
 
-# The ledger's verdicts (attnlab.pipeline.ground.statistics) and how each is coloured; the two settled by construction
+# The ledger's verdicts (attnlab.pipeline.ground.verdicts) and how each is coloured; the two settled by construction
 # first, so a verdict is read by its longest first words, and counted apart from the experiments.
-VERDICT_CLASSES = ((statistics.HOLDS_BY_CONSTRUCTION, "construction"),
-                   (statistics.CONTRADICTED_BY_CONSTRUCTION, "construction-fails"),
-                   (statistics.HOLDS, "holds"), (statistics.CONTRADICTED, "fails"),
-                   (statistics.INCONCLUSIVE, "partly"), (statistics.NOT_TESTABLE, "untested"))
-EMPIRICAL = (statistics.HOLDS, statistics.CONTRADICTED, statistics.INCONCLUSIVE, statistics.NOT_TESTABLE)
-MISSED = (statistics.CONTRADICTED, statistics.INCONCLUSIVE)
+VERDICT_CLASSES = ((verdicts.HOLDS_BY_CONSTRUCTION, "construction"),
+                   (verdicts.CONTRADICTED_BY_CONSTRUCTION, "construction-fails"),
+                   (verdicts.HOLDS, "holds"), (verdicts.CONTRADICTED, "fails"),
+                   (verdicts.INCONCLUSIVE, "partly"), (verdicts.NOT_TESTABLE, "untested"))
+EMPIRICAL = (verdicts.HOLDS, verdicts.CONTRADICTED, verdicts.INCONCLUSIVE, verdicts.NOT_TESTABLE)
+MISSED = (verdicts.CONTRADICTED, verdicts.INCONCLUSIVE)
 # Column widths: percents of the text column, and the verdict badges' own width (they never wrap).
 BADGE_WIDTH = "13em"  # "by construction ✗" in bold on one line, and the cell padding
 # The full ledger leaves the published value to the summary above it (and ledger.csv): the widths go to the
@@ -71,8 +71,8 @@ def verdict_kind(verdict: str) -> tuple[str, str]:
 
 # A badge's words: the two construction verdicts as "by construction" with a tick or a cross, short enough to
 # stay on one line in print; the full verdict is the badge's title and stands in the ledger's CSV.
-BADGE_WORDS = {statistics.HOLDS_BY_CONSTRUCTION: "by construction ✓",
-               statistics.CONTRADICTED_BY_CONSTRUCTION: "by construction ✗"}
+BADGE_WORDS = {verdicts.HOLDS_BY_CONSTRUCTION: "by construction ✓",
+               verdicts.CONTRADICTED_BY_CONSTRUCTION: "by construction ✗"}
 
 
 def badge(verdict: str) -> str:
@@ -176,24 +176,24 @@ def tally(ledger: pd.DataFrame) -> str:
     testable; 3 settled by construction: 2 hold, 1 is contradicted': experiments and constructions apart."""
     kinds = ledger.verdict.map(lambda v: verdict_kind(v)[0])
     counts = kinds.value_counts()
-    off = int(ledger.verdict.astype(str).str.startswith(f"{statistics.INCONCLUSIVE} at").sum())
-    words = {statistics.HOLDS: ("holds", "hold"), statistics.CONTRADICTED: ("is contradicted", "are contradicted"),
-             statistics.INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
-             statistics.NOT_TESTABLE: ("is not testable", "are not testable")}
+    off = int(ledger.verdict.astype(str).str.startswith(f"{verdicts.INCONCLUSIVE} at").sum())
+    words = {verdicts.HOLDS: ("holds", "hold"), verdicts.CONTRADICTED: ("is contradicted", "are contradicted"),
+             verdicts.INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
+             verdicts.NOT_TESTABLE: ("is not testable", "are not testable")}
     experiments = int(kinds.isin(EMPIRICAL).sum())
     parts = []
     for kind in EMPIRICAL:
         if kind in counts:
             n = int(counts[kind])
             text = f"{n} {words[kind][n != 1]}"
-            if kind == statistics.INCONCLUSIVE and off:
+            if kind == verdicts.INCONCLUSIVE and off:
                 text += f" ({off} off the claim's protocol)"
             parts.append(text)
     text = f"of {experiments} experiment{'s' if experiments != 1 else ''}, " + ", ".join(parts) if parts else ""
-    built = [(kind, int(counts[kind])) for kind in statistics.BY_CONSTRUCTION if kind in counts]
+    built = [(kind, int(counts[kind])) for kind in verdicts.BY_CONSTRUCTION if kind in counts]
     if built:
         total = sum(n for _, n in built)
-        settled = ", ".join(f"{n} {'hold' if kind == statistics.HOLDS_BY_CONSTRUCTION else 'contradicted'}"
+        settled = ", ".join(f"{n} {'hold' if kind == verdicts.HOLDS_BY_CONSTRUCTION else 'contradicted'}"
                             for kind, n in built)
         text += ("; " if text else "") + f"{total} settled by construction ({settled})"
     return text
@@ -201,7 +201,7 @@ def tally(ledger: pd.DataFrame) -> str:
 
 def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -> str:
     text = f"At the `{protocol_name}` protocol, {len(ledger)} claims: {tally(ledger)}."
-    text += (f" An experiment's verdict rests on the interval beside it ({statistics.CONFIDENCE:.0%}: a "
+    text += (f" An experiment's verdict rests on the interval beside it ({intervals.CONFIDENCE:.0%}: a "
              "t-interval over the seeds named, an exact binomial interval for a count of divergences, or one "
              "seed against the same variant's seed spread): *holds* when it lies inside what the claim says, "
              "*contradicted* when it excludes it, *inconclusive* when it spans the claim's threshold, and "
@@ -231,7 +231,7 @@ def multiplicity_text(ledger: pd.DataFrame) -> str:
     m = len(family)
     if not m:
         posts = posts_claims(ledger)
-        judged = posts[posts.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])]
+        judged = posts[posts.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
         if len(judged):  # settled through a contest design: its looks are corrected, the claims are not
             return (f"*Multiplicity.* The {len(judged)} of the two posts' claims settled here rest on the contest "
                     "design's repeated intervals, each with its error rate held over the design's looks, not "
@@ -240,14 +240,14 @@ def multiplicity_text(ledger: pd.DataFrame) -> str:
                     "corrected for the family.")
         return ("No claim of the two posts was judged by a test at this build, so no correction for multiplicity "
                 "applies.")
-    settled = family[family.verdict.isin([statistics.HOLDS, statistics.CONTRADICTED])]
+    settled = family[family.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
     survive = family[family.holm == SURVIVES]
     names = "; ".join(f"{r.claim} ({r.verdict})" for r in survive.itertuples()) or "none"
     return (f"*Multiplicity.* The ledger judges {m} of the two posts' claims with a test. Each verdict rests on its "
-            f"own {statistics.CONFIDENCE:.0%} interval, so were every one of these claims sitting exactly on its "
-            f"threshold, about {m * (1 - statistics.CONFIDENCE):.1f} of the {m} would still come out settled by "
+            f"own {intervals.CONFIDENCE:.0%} interval, so were every one of these claims sitting exactly on its "
+            f"threshold, about {m * (1 - intervals.CONFIDENCE):.1f} of the {m} would still come out settled by "
             f"chance. Holm's step-down over the family (each row's one-sided p-value, the smallest held to "
-            f"{1 - statistics.CONFIDENCE:g}/{m}, the next to {1 - statistics.CONFIDENCE:g}/{m - 1}, ...) keeps "
+            f"{1 - intervals.CONFIDENCE:g}/{m}, the next to {1 - intervals.CONFIDENCE:g}/{m - 1}, ...) keeps "
             f"{len(survive)} of the {len(settled)} settled verdicts: {names}. The others stand as this build's "
             "per-claim readings, not as findings corrected for the family.")
 
@@ -270,13 +270,13 @@ def reason(row) -> str:
         return resolution or why or MISSING
     against = f" the claim ({limit})" if limit else " the claim"
     stable = f"; {resolution}" if resolution else ""
-    if kind == statistics.HOLDS:
+    if kind == verdicts.HOLDS:
         return f"{interval} lies inside{against}{stable}"
-    if kind == statistics.CONTRADICTED:
+    if kind == verdicts.CONTRADICTED:
         return f"{interval} excludes{against}{stable}"
-    if str(row.verdict).startswith(f"{statistics.INCONCLUSIVE} at"):
+    if str(row.verdict).startswith(f"{verdicts.INCONCLUSIVE} at"):
         return f"{resolution}; {interval}" if resolution else interval
-    if kind == statistics.INCONCLUSIVE:
+    if kind == verdicts.INCONCLUSIVE:
         if interval == statistics.ONE_SEED:
             return resolution or interval
         return f"{interval} spans{against}" + (f"; {resolution}" if resolution else "")

@@ -20,7 +20,7 @@ from attnlab.pipeline.claims.rungs import claims_display
 from attnlab.pipeline.claims.scale import is_ladder_row, is_rung_row
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.formatting import plural
-from attnlab.pipeline.ground.statistics import verdict_word
+from attnlab.pipeline.ground.verdicts import verdict_word
 from attnlab.pipeline.tables.ladder import (LADDER, ladder_display, length_series, length_text, params_text,
                                             size_series)
 

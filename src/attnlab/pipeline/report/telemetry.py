@@ -15,7 +15,7 @@ from attnlab.pipeline.ground.contract import BASELINE, SHARE_SHARP
 from attnlab.pipeline.ground.formatting import MISSING, fixed, number, percent
 from attnlab.pipeline.report.contest import ordered
 from attnlab.pipeline.ground.score_scale import max_score_ratios, max_scores, times
-from attnlab.pipeline.ground.statistics import NOT_TESTABLE
+from attnlab.pipeline.ground.verdicts import NOT_TESTABLE
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.tables.display_telemetry import SCALAR_INIT, SCALAR_NAMES
 

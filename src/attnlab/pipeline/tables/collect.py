@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, intervals
 from attnlab.pipeline.ground.design import Design
 from attnlab.pipeline.tables.arms import a3_vs_temperature_table, normswap_table, params_table
 from attnlab.pipeline.tables.checks import check_expected, check_in_grid
@@ -58,7 +58,7 @@ def intervals_of(grid: ContestGrid):
 def best_lr_over_sweep_seeds(runs, grid, contest):
     """The best_lr table: its comparisons pair the sweep's seeds, which no look of a contest design added, so
     they keep fixed-seed t-intervals (its contest_* columns come from the contest table, read under the design)."""
-    with statistics.fixed():
+    with intervals.fixed():
         return best_lr_table(runs, grid, contest)
 
 

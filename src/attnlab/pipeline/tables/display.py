@@ -17,14 +17,14 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.io import atomic_write_text
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.ground.contract import BASELINE, READING, TEMPERATURE_ARMS
 from attnlab.pipeline.ground.formatting import MISSING, difference, fixed, lr_text, mean_pm, percent, plural, signed
 from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.tables import display_telemetry as telemetry
 from attnlab.pipeline.tables.arms import share
 
-LEVEL = f"{statistics.CONFIDENCE:.0%}"
+LEVEL = f"{intervals.CONFIDENCE:.0%}"
 SEED_MEAN_LABEL = telemetry.SEED_MEAN_LABEL
 
 

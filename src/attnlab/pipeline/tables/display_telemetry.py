@@ -15,12 +15,12 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.telemetry_stats import DIFFUSE_ABOVE, SHARP_BELOW, SINK_WEIGHT
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE, SEED_MEAN_OVER_LAYERS, SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.ground.formatting import fixed, lr_text, mean_pm, number, percent, signed
 from attnlab.pipeline.ground.score_scale import max_score_ratios, max_scores, seed_means, times
 
-LEVEL = f"{statistics.CONFIDENCE:.0%}"
+LEVEL = f"{intervals.CONFIDENCE:.0%}"
 SEED_MEAN_LABEL = "mean over layers of max score, per seed (range over seeds)"
 SCALAR_INIT = math.log(2.0)  # softplus(0): where yat_b's b and ε start
 SCALAR_NAMES = {"eps": "ε"}

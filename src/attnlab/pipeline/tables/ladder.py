@@ -29,7 +29,7 @@ from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config_types import to_json
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import LADDER, axis_column
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, intervals, statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS
@@ -265,7 +265,7 @@ def params_text(n) -> str:
 def ladder_display(table: pd.DataFrame) -> pd.DataFrame:
     """The table for reading: each rung's axis values and size, then each comparison as 'mean [interval]'."""
     axes = [c for c in table.columns if c not in contract.columns("ladder")]
-    level = f"{statistics.CONFIDENCE:.0%}"
+    level = f"{intervals.CONFIDENCE:.0%}"
 
     def estimate(mean, low, high, fmt):
         if not np.isfinite(mean):

@@ -36,7 +36,7 @@ import pandas as pd
 from attnlab.core.bundle_format import BundleError, sealed
 from attnlab.core.errors import ConfigError
 from attnlab.core.io import atomic_write_json, atomic_write_text
-from attnlab.pipeline.ground import contract, design, sign_test, statistics
+from attnlab.pipeline.ground import contract, design, intervals, sign_test, statistics
 from attnlab.pipeline.ground.rounds import (ENTROPY, FILE_VERSION, LARGEST_SCORE, LOSS, Comparison, comparisons,
                                             decided_by, read_decision, round_seeds, seeds_through)
 from attnlab.pipeline.ground.bundle_reader import read_bundle
@@ -63,7 +63,7 @@ def decide(losses: dict[str, dict[int, float]], cfg: dict, round_index: int,
     deciding = {c.name for c in decided_by(cfg)}
     rows = []
     with plan.reading():
-        confidence = statistics.nominal_confidence(len(seeds)) if plan.kind == design.GROUP_SEQUENTIAL else math.nan
+        confidence = intervals.nominal_confidence(len(seeds)) if plan.kind == design.GROUP_SEQUENTIAL else math.nan
         for comparison in comparisons(cfg["variants"]):
             of = values.get(comparison.quantity, {})
             if not of.get(comparison.first) or not of.get(comparison.second):
@@ -90,13 +90,13 @@ def _read(comparison: Comparison, first: dict, second: dict, limit: float) -> di
     for a heavy-tailed quantity by the median; either is decided once its interval holds no threshold."""
     if comparison.median:
         found = sign_test.paired_median(first, second, ratio=comparison.ratio,
-                                        confidence=statistics.median_confidence(len(set(first) & set(second))))
+                                        confidence=intervals.median_confidence(len(set(first) & set(second))))
         n, mean, low, high, level = found.n, found.median, found.low, found.high, found.confidence
         spread_known = True  # the sign test reads no spread: only the count of seeds on each side
     else:
         estimate = statistics.paired(first, second, ratio=comparison.ratio)
         n, mean, low, high = estimate.n, estimate.mean, estimate.low, estimate.high
-        level = statistics.nominal_confidence(n) if statistics.interval_kind() == "RCI" else math.nan
+        level = intervals.nominal_confidence(n) if intervals.interval_kind() == "RCI" else math.nan
         spread_known = math.isfinite(estimate.spread)
     decided = n >= 2 and math.isfinite(low) and math.isfinite(high) and not any(
         low <= t <= high for t in comparison.thresholds)

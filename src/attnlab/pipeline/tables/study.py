@@ -20,7 +20,7 @@ import pandas as pd
 
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import point_text, value_text
-from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.ground.contract import BASELINE, columns
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.ground.paths import study_file
@@ -99,7 +99,7 @@ def table_columns(axes: list[str]) -> list[str]:
 def study_display(table: pd.DataFrame, axes: list[str]) -> pd.DataFrame:
     """The table as the .md and .tex show it: axis values as their text, mean ± std, and each comparison as
     'delta [interval]' (the baseline's own rows and the first point's say so instead)."""
-    level = f"{statistics.CONFIDENCE:.0%}"
+    level = f"{intervals.CONFIDENCE:.0%}"
     first = tuple(table[axes].iloc[0]) if len(table) and axes else ()
 
     def compared(mean, low, high, itself: str | None):
