@@ -27,7 +27,7 @@
 # Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
 from IPython.display import HTML, Markdown, display
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, methods, page, scale, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ladder, ledger, methods, page, telemetry
 from attnlab.pipeline.report.style import PAGE_STYLE
 from attnlab.pipeline.tables.display import details, shown
 
@@ -41,7 +41,7 @@ PROTOCOL = build.protocol(runs)
 SHOWN = {name for name, table in tables.items() if not table.empty} | {"ledger"}
 if not a3.has_temperature_arm(tables["a3_vs_temperature"]):
     SHOWN.discard("a3_vs_temperature")
-ladder_tables = scale.load(TABLES)  # the scale ladder's tables, when the build has one
+ladder_tables = ladder.load(TABLES)  # the scale ladder's tables, when the build has one
 SHOWN |= set(ladder_tables)
 numbers = page.Numbering()
 
@@ -306,17 +306,17 @@ if not studies:
 
 # %%
 if "ladder" in ladder_tables:
-    show_table(scale.ladder_shown(ladder_tables["ladder"]),
+    show_table(ladder.ladder_shown(ladder_tables["ladder"]),
                "The scale ladder: each rung and variant, paired by seed with softmax at the same rung.", "ladder",
                css="small")
     show_figure("ladder_gap")
     show_figure("ladder_telemetry")
     show_figure("ladder_length")
     if "ladder_claims" in ladder_tables:
-        show_table(scale.claims_shown(ladder_tables["ladder_claims"]),
+        show_table(ladder.claims_shown(ladder_tables["ladder_claims"]),
                    "Each claim of the ledger checked on each rung's cells alone: its verdict there.", "ladder_claims",
                    css="small")
-    say(scale.scale_results(ladder_tables["ladder"], claims_table))
+    say(ladder.scale_results(ladder_tables["ladder"], claims_table))
 else:
     say("This build has no scale ladder (a study named `ladder`, as in `config/ladder.yaml`).")
 

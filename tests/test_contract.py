@@ -230,7 +230,7 @@ def test_every_collected_table_has_the_contracts_columns_and_rows(collected, nam
 
 def test_the_ledger_has_the_contracts_columns(collected):
     ledger = claims.ledger(claims.load_tables(collected))
-    from attnlab.pipeline.claims.scale import TRENDS
+    from attnlab.pipeline.claims.ladder_rows import TRENDS
 
     assert list(ledger.columns) == contract.columns("ledger") and len(ledger) == len(claims.CHECKS) + len(TRENDS)
     assert (ledger.protocol == "contract").all()

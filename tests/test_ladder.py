@@ -25,11 +25,11 @@ from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims
 from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground.bundle_reader import read_bundle
-from attnlab.pipeline.claims import rungs, scale
+from attnlab.pipeline.claims import ladder_points, ladder_rows
 from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.figures.style import parse_style
 from attnlab.pipeline.ground.grid import CellKey
-from attnlab.pipeline.report import scale as report_scale
+from attnlab.pipeline.report import ladder as report_ladder
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from attnlab.pipeline.tables import ladder
 from conftest import REPO
@@ -189,7 +189,7 @@ def seeds_frame(a3_slope, noise=0.0, rungs=4):
 @pytest.mark.parametrize("slope,noise,verdict", [(0.04, 0.0005, HOLDS), (-0.04, 0.0005, CONTRADICTED),
                                                  (0.0, 0.02, INCONCLUSIVE)])
 def test_a3s_benefit_shrinks_holds_when_its_gain_falls_with_size_and_not_otherwise(slope, noise, verdict):
-    row = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(slope, noise)}, PUB, "synthetic")
+    row = ladder_rows.a3_benefit_shrinks({"ladder_seeds": seeds_frame(slope, noise)}, PUB, "synthetic")
     assert row.verdict == verdict, row
     assert row.seeds == 3 and "slope" in row.interval and "synthetic (scale ladder: 4 rungs" in row.protocol
     assert float(row.measured.split()[1]) == pytest.approx(-slope, abs=0.01)  # the gain is minus a3's delta
@@ -197,17 +197,17 @@ def test_a3s_benefit_shrinks_holds_when_its_gain_falls_with_size_and_not_otherwi
 
 def test_the_kernel_gap_closes_for_yat_and_is_inconclusive_for_a_flat_yat_b():
     frame = seeds_frame(0.03, 0.001)
-    yat, yat_b = (check({"ladder_seeds": frame}, PUB, "synthetic") for check in scale.TRENDS[1:])
+    yat, yat_b = (check({"ladder_seeds": frame}, PUB, "synthetic") for check in ladder_rows.TRENDS[1:])
     assert (yat.claim, yat.verdict) == ("yat's gap to softmax closes with scale", HOLDS)
     assert yat_b.verdict == INCONCLUSIVE
     assert "+0.0208 nats at 2.72 M (LR 0.0003)" in yat.published
 
 
 def test_a_trend_needs_two_rungs_and_a_ladder():
-    one = scale.a3_benefit_shrinks({"ladder_seeds": seeds_frame(0.04, rungs=1)}, PUB, "synthetic")
+    one = ladder_rows.a3_benefit_shrinks({"ladder_seeds": seeds_frame(0.04, rungs=1)}, PUB, "synthetic")
     assert one.verdict.startswith("not testable") and "two" in one.interval
-    verdicts = [c.verdict for c in scale.scale_claims({}, PUB, "default")]
-    assert verdicts == ["not testable at default"] * len(scale.TRENDS)
+    verdicts = [c.verdict for c in ladder_rows.scale_claims({}, PUB, "default")]
+    assert verdicts == ["not testable at default"] * len(ladder_rows.TRENDS)
 
 
 # ---- each claim at each rung
@@ -234,7 +234,7 @@ def disk_cells(root, max_yat):
 
 
 def test_every_check_runs_at_every_rung_and_a_claim_can_start_to_hold_at_the_second(tmp_path):
-    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    checked = ladder_points.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
     assert len(checked) == 2 * len(claims.CHECKS) and set(checked.rung) == {1, 2}
     # every variant trains at the ladder's one LR, not its own best: each rung's verdict is held back, and its
     # lean says what the data at that rung alone would say
@@ -242,14 +242,14 @@ def test_every_check_runs_at_every_rung_and_a_claim_can_start_to_hold_at_the_sec
     assert scores.verdict.str.startswith("inconclusive at synthetic (scale ladder rung").all()
     assert "would contradict" in scores.lean[1] and "would hold" in scores.lean[2]
     assert checked[checked.check == "kernel_lr_band"].verdict.str.startswith("not testable").all()
-    row = scale.smallest_rung(checked, "kernel_scores_larger")
+    row = ladder_rows.smallest_rung(checked, "kernel_scores_larger")
     assert row.measured == ("at no rung of this ladder; off the claim's protocol, the data alone would hold from "
                             "rung 2 of 2 (94.3 k parameters)")
     assert row.verdict.startswith("inconclusive at") and "would hold" in row.lean
     assert row.claim.startswith("on the scale ladder: kernel scores") and "31.7 k inconclusive" in row.note
-    never = scale.smallest_rung(checked, "kernel_lr_band")
+    never = ladder_rows.smallest_rung(checked, "kernel_lr_band")
     assert never.measured == "not testable at any rung of this ladder"
-    shown = rungs.claims_display(checked)
+    shown = ladder_points.claims_display(checked)
     assert list(shown.columns) == ["claim", "rung 1 (31.7 k, 1,000 steps)", "rung 2 (94.3 k, 1,000 steps)"]
 
 
@@ -258,12 +258,12 @@ def test_a_claim_that_holds_at_no_rung_says_so():
                              "source": "kernel post", "claim": "softmax beats the kernel", "verdict": v,
                              "measured": "", "interval": "95% CI [1, 2]", "seeds": 3, "protocol": f"p{r}"}
                             for r, n, v in ((1, 31_745, INCONCLUSIVE), (2, 94_289, CONTRADICTED))])
-    row = scale.smallest_rung(checked, "kernel_gap")
+    row = ladder_rows.smallest_rung(checked, "kernel_gap")
     assert (row.measured, row.verdict, row.protocol) == ("at no rung of this ladder", CONTRADICTED, "p2")
 
 
 def test_the_ledger_adds_the_ladder_rows_only_where_the_build_has_a_ladder(tmp_path):
-    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    checked = ladder_points.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
     tables = {"ladder_seeds": seeds_frame(0.04, 0.0005), "ladder_claims": checked}
     with_ladder = claims.ledger(tables, PUB)
     without = claims.ledger({}, PUB)
@@ -360,7 +360,7 @@ def test_a_ladder_at_its_plateau_says_how_long_its_cells_trained_where_it_names_
     text = "each cell to its plateau (3,750–10,000 steps, at most 10,000)"
     assert ladder.length_text(seeds) == text
     assert ladder.length_text(table, "trained_steps_min", "trained_steps_max") == text
-    trend = scale.a3_benefit_shrinks({"ladder_seeds": seeds}, PUB, "synthetic")
+    trend = ladder_rows.a3_benefit_shrinks({"ladder_seeds": seeds}, PUB, "synthetic")
     assert trend.protocol == f"synthetic (scale ladder: 2 rungs, 31.7 k–94.3 k parameters, {text})"
     shown = ladder.ladder_display(table)
     assert list(shown.trained) == ["3,750–10,000"] * len(table)
@@ -424,9 +424,9 @@ def test_a_figure_without_rows_says_so_instead_of_drawing_nothing():
 
 def test_the_scale_section_says_each_trend_and_names_the_lr_confound(written, tmp_path):
     table = pd.read_csv(written / "ladder.csv")
-    checked = rungs.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
+    checked = ladder_points.rung_claims(disk_cells(tmp_path, max_yat=(50.0, 5000.0)), "synthetic", PUB)
     ledger = claims.ledger({"ladder_seeds": pd.read_csv(written / "ladder_seeds.csv"), "ladder_claims": checked}, PUB)
-    text = report_scale.scale_results(table, ledger)
+    text = report_ladder.scale_results(table, ledger)
     assert "4 variants at 4 rungs from 31.7 k to 818 k parameters, 1,000 steps each, over 3 seeds" in text
     assert "A³'s benefits shrink as models scale up: holds (slope +" not in text
     assert "yat's gap to softmax closes with scale: holds" in text
@@ -435,6 +435,6 @@ def test_the_scale_section_says_each_trend_and_names_the_lr_confound(written, tm
     assert ("would support: kernel scores are orders of magnitude larger than softmax logits (from rung 2 of 2"
             in text)
     mixed = table.assign(lr=np.where(table.variant == "softmax", 3e-4, table.lr))
-    assert "different LRs (softmax at 0.0003, yat at 0.003" in report_scale.lr_sentence(mixed)
-    shown = report_scale.claims_shown(checked)
+    assert "different LRs (softmax at 0.0003, yat at 0.003" in report_ladder.lr_sentence(mixed)
+    shown = report_ladder.claims_shown(checked)
     assert set(shown.iloc[:, 1:].stack()) <= set(verdicts.VERDICTS)

@@ -299,22 +299,22 @@ def test_tables_another_config_left_on_disk_are_not_this_builds(workspace):
     """The ledger and the writeup read the optional tables this build lists (results/tables/build.json), not
     every file in the folder: after a ladder build, a build without one reports no ladder and no old study."""
     from attnlab.pipeline.ground import build_manifest
-    from attnlab.pipeline.report import scale
+    from attnlab.pipeline.report import ladder
 
     folder = workspace / "results" / "tables"
     pd.read_csv(folder / "ladder.csv").head(0).to_csv(folder / "study_old.csv", index=False)
     # without a manifest (a folder assembled by hand), whatever is on disk is read
-    assert set(scale.load(folder)) == {"ladder", "ladder_claims"} and list(build.load_studies(folder)) == ["old"]
+    assert set(ladder.load(folder)) == {"ladder", "ladder_claims"} and list(build.load_studies(folder)) == ["old"]
     assert "ladder_seeds" in claims.load_tables(folder)
     build_manifest.main(["--out", str(folder / build_manifest.MANIFEST)])  # a build with no optional table
-    assert scale.load(folder) == {} and build.load_studies(folder) == {}
+    assert ladder.load(folder) == {} and build.load_studies(folder) == {}
     loaded = claims.load_tables(folder)
     assert not {"ladder_seeds", "ladder_claims", "composability"} & set(loaded)
-    from attnlab.pipeline.claims.scale import TRENDS
+    from attnlab.pipeline.claims.ladder_rows import TRENDS
 
     assert len(claims.ledger(loaded)) == len(claims.CHECKS) + len(TRENDS), "the ledger took in the ladder left on disk"
     build_manifest.write(folder / build_manifest.MANIFEST, ["ladder", "ladder_claims", "ladder_seeds", "study_old"])
-    assert set(scale.load(folder)) == {"ladder", "ladder_claims"} and list(build.load_studies(folder)) == ["old"]
+    assert set(ladder.load(folder)) == {"ladder", "ladder_claims"} and list(build.load_studies(folder)) == ["old"]
     assert len(claims.ledger(claims.load_tables(folder))) > len(claims.CHECKS)
 
 

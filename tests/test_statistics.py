@@ -16,7 +16,7 @@ from attnlab.core.errors import ConfigError
 from attnlab.pipeline import claims, tables
 from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
-from attnlab.pipeline.claims.scale import is_ladder_row
+from attnlab.pipeline.claims.ladder_rows import is_ladder_row
 from attnlab.pipeline.ground.grid import grid
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
 from claim_frames import on_protocol

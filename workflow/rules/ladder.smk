@@ -1,6 +1,6 @@
 # The scale ladder (config/ladder.yaml): a study named `ladder`, whose points are model sizes (rungs) and, at
 # one rung, training lengths, also gets the ladder tables (attnlab.pipeline.tables.ladder), every check of the
-# ledger at each of its points (attnlab.pipeline.claims.rungs), its figures (the figure catalog's ladder
+# ledger at each of its points (attnlab.pipeline.claims.ladder_points), its figures (the figure catalog's ladder
 # entries), the ledger's scale rows and the writeup's Scale section. Both rules read the study's cells as its
 # study table does (studies.smk).
 
@@ -35,11 +35,11 @@ if PLAN.ladder:
             str(paths.log("ladder_claims")),
         localrule: True
         params:
-            code=PLAN.pipeline_code("attnlab.pipeline.claims.rungs"),
+            code=PLAN.pipeline_code("attnlab.pipeline.claims.ladder_points"),
             study=PLAN.ladder_json,
             out=paths.TABLES,
         message:
             "Checking every claim of the ledger at each rung of the scale ladder"
         shell:
-            "python -m attnlab.pipeline.claims.rungs --study {params.study} --expect {input.expected} "
+            "python -m attnlab.pipeline.claims.ladder_points --study {params.study} --expect {input.expected} "
             "--out {params.out} > {log} 2>&1"

@@ -27,7 +27,7 @@ from attnlab.pipeline.claims.kernel_post_scale import ablation_untames, kernel_s
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, kernel_more_diffuse,
                                                         learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
-from attnlab.pipeline.claims.scale import scale_claims
+from attnlab.pipeline.claims.ladder_rows import scale_claims
 from attnlab.pipeline.claims.length_papers import CHECKS as LENGTH_CHECKS
 from attnlab.pipeline.claims.score_papers import CHECKS as PAPER_CHECKS
 from attnlab.pipeline.tables.display import display, write_table
@@ -71,7 +71,7 @@ def build_protocol(tables: dict[str, pd.DataFrame]) -> str:
 
 def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataFrame:
     """One row per check (CHECKS' order), then the scale ladder's rows where the build has a ladder
-    (attnlab.pipeline.claims.scale), with the contract's ledger columns."""
+    (attnlab.pipeline.claims.ladder_rows), with the contract's ledger columns."""
     pub = pub or published()
     protocol = build_protocol(tables)
     diverged = diverged_note(tables)

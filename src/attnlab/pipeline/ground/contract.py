@@ -177,7 +177,7 @@ _TABLES = (
              "entropy_gap_ci_low", "entropy_gap_ci_high", "a3_gate_mean", "a3_gate_ci_low", "a3_gate_ci_high",
              "a3_gate_init", "series", "interval_note", "to_plateau", "trained_steps_min", "trained_steps_max"),
           open=True),
-    # Every check of the ledger run on one point's cells alone (attnlab.pipeline.claims.rungs): its verdict
+    # Every check of the ledger run on one point's cells alone (attnlab.pipeline.claims.ladder_points): its verdict
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "quote", "verdict", "measured",

@@ -15,6 +15,6 @@ runs as a command (python -m attnlab.pipeline.report.pdf), which a package that 
 it would warn about, and the rule fingerprints it by name.
 """
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ledger, page, scale, style, telemetry
+from attnlab.pipeline.report import a3, abstract, build, contest, ladder, ledger, page, style, telemetry
 
-__all__ = ["a3", "abstract", "build", "contest", "ledger", "page", "scale", "style", "telemetry"]
+__all__ = ["a3", "abstract", "build", "contest", "ladder", "ledger", "page", "style", "telemetry"]

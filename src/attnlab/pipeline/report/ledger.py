@@ -16,7 +16,7 @@ import pandas as pd
 from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.claims.scale import ON_THE_LADDER
+from attnlab.pipeline.claims.ladder_rows import ON_THE_LADDER
 from attnlab.pipeline.claims.ledger import FALLS, POSTS, SURVIVES  # noqa: F401  (the abstract's POSTS, SURVIVES)
 from attnlab.pipeline.ground.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link

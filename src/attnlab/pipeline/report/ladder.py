@@ -1,5 +1,5 @@
 """The writeup's Scale section, shown when the build has a scale ladder: its tables for reading and its results
-paragraph, written from the ladder tables and the ledger's scale rows (attnlab.pipeline.claims.scale).
+paragraph, written from the ladder tables and the ledger's scale rows (attnlab.pipeline.claims.ladder_rows).
 
 Nothing is computed here that a table holds: the trends, their intervals and
 verdicts are the ledger's, the per-rung numbers the ladder table's. What this
@@ -16,8 +16,8 @@ import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.ground import build_manifest
-from attnlab.pipeline.claims.rungs import claims_display
-from attnlab.pipeline.claims.scale import is_ladder_row, is_rung_row
+from attnlab.pipeline.claims.ladder_points import claims_display
+from attnlab.pipeline.claims.ladder_rows import is_ladder_row, is_rung_row
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.formatting import plural
 from attnlab.pipeline.ground.verdicts import verdict_word

@@ -7,7 +7,7 @@ and every check of the ledger runs on those tables, so a verdict at a rung
 means exactly what it means in the ledger. A check the ladder cannot express
 (an LR sweep, the composability study) is not testable at any rung.
 
-`python -m attnlab.pipeline.claims.rungs --study JSON --expect FILE --out DIR` writes ladder_claims.csv (.md,
+`python -m attnlab.pipeline.claims.ladder_points --study JSON --expect FILE --out DIR` writes ladder_claims.csv (.md,
 .tex); --study is the ladder study's spec (attnlab.pipeline.tables.ladder).
 """
 

@@ -1,6 +1,6 @@
 """The ledger's rows from the scale ladder: the posts' two claims about scale, and the smallest rung at which each
 other claim holds. Read from the ladder_seeds and ladder_claims tables (attnlab.pipeline.tables.ladder,
-attnlab.pipeline.claims.rungs); a build without a ladder has none of these rows.
+attnlab.pipeline.claims.ladder_points); a build without a ladder has none of these rows.
 
 A trend is one regression over every rung × seed paired difference at the
 ladder's length (attnlab.pipeline.ground.statistics.slope_with_seed_effect): the
