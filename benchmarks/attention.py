@@ -39,6 +39,8 @@ def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, g
         module = nnx.merge(graphdef, params)
         if impl == "dense":
             return jnp.einsum("bhts,bshd->bthd", module(q, k, 0).weights, v)
+        if impl == "linear":  # a score with a path linear in the context (slay)
+            return module.linear(q, k, v, 0)
         return blockwise_attention(q, k, v, module.blockwise(q, k, 0), block)
 
     if not grad:

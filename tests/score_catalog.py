@@ -17,7 +17,9 @@ import numpy as np
 from flax import nnx
 
 from attnlab.training.attention import score_class
+from attnlab.training.attention.slay import laguerre_rule
 from attnlab.training.attention.softpick import SOFTPICK_EPS
+from attnlab.training.attention.spherical_yat import SPHERICAL_EPS
 from score_reference import DHEAD, HEADS, LAYERS, logits64
 
 BLOCK_SIZE = 16  # the module's window; inputs are shorter (score_reference.LENGTH)
@@ -116,12 +118,54 @@ def sigmoid_weights(q, k, block_size=BLOCK_SIZE):
     return _rows(logits64(q, k), lambda r, _: 1.0 / (1.0 + np.exp(-(r - math.log(block_size)))))
 
 
+def _kernel_rows(kappa: np.ndarray) -> np.ndarray:
+    """kappa / (sum of the row's visible kappa + 1e-9) over keys 0..i: yat's normaliser."""
+    return _rows(kappa, lambda r, _: r / (r.sum(-1, keepdims=True) + 1e-9))
+
+
+def _unit64(x) -> np.ndarray:
+    x = np.asarray(x, np.float64)
+    return x / np.maximum(np.linalg.norm(x, axis=-1, keepdims=True), 1e-6)
+
+
+def spherical_yat_weights(q, k):
+    """x^2 / (2 + eps - 2x), x the cosine of query and key, row by row over the causal window."""
+    x = np.einsum("bthd,bshd->bhts", _unit64(q), _unit64(k))
+    return _kernel_rows(x ** 2 / np.maximum(2.0 + SPHERICAL_EPS - 2.0 * x, SPHERICAL_EPS))
+
+
+def slay_features64(u, layer: int, score) -> np.ndarray:
+    """phi(u) in float64, written out term by term over (node r, anchor p, feature m) from the module's arrays."""
+    u = _unit64(u)
+    anchors = np.asarray(score.anchors[...][layer], np.float64)  # (P, d)
+    omega = np.asarray(score.omega[...][layer], np.float64)  # (R, H, d, M)
+    nodes, weights = laguerre_rule(len(score.nodes))
+    batch, length, heads, _ = u.shape
+    p_count, m_count = anchors.shape[0], omega.shape[-1]
+    phi = np.zeros((batch, length, heads, len(nodes), p_count, m_count))
+    for r, (s, w) in enumerate(zip(nodes, weights)):
+        for p in range(p_count):
+            poly = (u @ anchors[p]) ** 2 / math.sqrt(p_count)  # (B, T, H)
+            for m in range(m_count):
+                proj = np.einsum("bthd,hd->bth", u, omega[r, :, :, m])
+                prf = np.exp(np.clip(math.sqrt(2 * s) * proj - s, -10.0, 10.0)) / math.sqrt(m_count)
+                phi[..., r, p, m] = math.sqrt(w) * poly * prf
+    return phi.reshape(batch, length, heads, -1)
+
+
+def slay_weights(q, k):
+    """phi(q).phi(k) over the causal window, normalised as yat's kernel is."""
+    score = make("slay")
+    return _kernel_rows(np.einsum("bthf,bshf->bhts", slay_features64(q, 1, score), slay_features64(k, 1, score)))
+
+
 @dataclasses.dataclass(frozen=True)
 class Reference:
     """A catalogued score function as the shared tests use it: built at a state worth testing, its float64
     weights at layer 1 of that state, and the per-(layer, head) parameter it learns (None: it learns none) with
     that parameter's initial value at a config's model section. `plain_telemetry`: its score telemetry is the
-    logit itself and its rows' magnitudes renormalised, with no row mass and no gate."""
+    logit itself and its rows' magnitudes renormalised, with no row mass and no gate. `row_mass`: a kernel
+    normalised by its row mass, which the telemetry reports (and reads the mass AUROC of)."""
 
     variant: str
     build: Callable[[], nnx.Module]
@@ -129,6 +173,7 @@ class Reference:
     learned: str | None = None
     initial: Callable[[dict], float] | None = None
     plain_telemetry: bool = False
+    row_mass: bool = False
 
 
 CATALOG = [
@@ -141,4 +186,6 @@ CATALOG = [
               lambda q, k: sink_weights(q, k, SINKS[1]), "sink_logit", lambda model: 0.0),
     Reference("ssmax", lambda: make("ssmax", length_scale=SCALES), lambda q, k: ssmax_weights(q, k, SCALES[1]),
               "length_scale", lambda model: 1.0 / math.log(model["block_size"])),
+    Reference("spherical_yat", lambda: make("spherical_yat"), spherical_yat_weights, row_mass=True),
+    Reference("slay", lambda: make("slay"), slay_weights, row_mass=True),
 ]

@@ -38,10 +38,10 @@ def output_and_grads(score, q, k, v, impl, block, layer=1):
     """The attention output and the gradients of a weighted sum of it w.r.t. the module's parameters (if any),
     q, k and v."""
     probe = jax.random.normal(jax.random.key(7), q.shape)
-    graphdef, params = nnx.split(score, nnx.Param)
+    graphdef, params, rest = nnx.split(score, nnx.Param, ...)  # rest: state no optimiser updates (SLAY's features)
 
     def loss(params, q, k, v):
-        module = nnx.merge(graphdef, params)
+        module = nnx.merge(graphdef, params, rest)
         if impl == "dense":
             out = jnp.einsum("bhts,bshd->bthd", module(q, k, layer).weights, v)
         else:

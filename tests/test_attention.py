@@ -60,6 +60,9 @@ def test_weights_are_causal_distributions(variant, scale):
     assert_causal_distribution(row_distribution(out), out.mass, picks_nothing(score))
 
 
+UNIT_VECTORS = ("spherical_yat", "slay")  # score functions of the unit query and key alone
+
+
 @pytest.mark.parametrize("variant", list(VARIANTS))
 def test_huge_scores_stay_finite(variant):
     # scores of order 1e5: softmax logits ~ 1e5, the kernel's numerators ~ 1e10
@@ -70,11 +73,17 @@ def test_huge_scores_stay_finite(variant):
     out = score(q, k, layer=0)
     assert_causal_distribution(row_distribution(out), may_pick_nothing=picks_nothing(score))
     assert np.all(np.isfinite(np.asarray(out.weights)))
-    assert float(jnp.max(out.scores)) > 1e4
+    if variant in UNIT_VECTORS:  # a kernel of unit queries and keys: the same scores at any input scale
+        unscaled = make_score(variant)(q / 1e3, k / 1e3, layer=0)
+        np.testing.assert_allclose(np.asarray(out.scores), np.asarray(unscaled.scores), rtol=1e-4)
+    else:
+        assert float(jnp.max(out.scores)) > 1e4
 
 
-@pytest.mark.parametrize("variant", [v for v in VARIANTS if v != "yat"])
+@pytest.mark.parametrize("variant", [v for v in VARIANTS if v not in ("yat", *UNIT_VECTORS)])
 def test_zero_queries_give_distributions(variant):
+    """Not yat's: a zero query scores every key 0, and its row is all zeros, as the seed's (nor the kernels of
+    unit vectors, whose zero query is yat's)."""
     _, k = qk(1.0)
     score = make_score(variant)
     out = score(jnp.zeros_like(k), k, layer=0)

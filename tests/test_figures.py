@@ -14,6 +14,7 @@ import pytest
 from PIL import Image
 
 from attnlab.core.bundle_format import CURVE_COLUMNS, format_lr
+from attnlab.core.variants import EXTERNAL, VARIANTS
 from attnlab.pipeline.ground import contract, score_scale as scale
 from attnlab.pipeline.ground import figure_catalog as catalog
 from attnlab.pipeline.figures import entropy, lr_sweep, mass_auroc, reading, score_orbit, training_maps
@@ -31,8 +32,7 @@ from conftest import REPO
 from results_folder import ladder_tables
 
 # The variants the project names; every figure tells them apart by marker as well as by colour.
-NAMED_VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads", "sigmoid",
-                  "softmax_sink", "cog", "ssmax", "softpick", "stickbreaking", "selective")
+NAMED_VARIANTS = tuple(v for v in VARIANTS if v not in EXTERNAL)  # the registry's own, not an installed plugin
 TINY_STYLE = json.dumps({"dpi": 40, "gif_frames": 3, "map_layer": 9, "map_head": 9})
 
 
@@ -125,7 +125,7 @@ def test_every_named_variant_has_its_own_marker_and_colour():
     assert set(NAMED_VARIANTS) <= set(VARIANT_MARKERS) and set(NAMED_VARIANTS) <= set(default_style()["colors"])
     okabe_ito = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
     # the later variants', from Paul Tol's colour-blind-safe muted scheme
-    tol_muted = {"#882255", "#44AA99", "#CC6677", "#999933", "#332288", "#117733", "#AA4499"}
+    tol_muted = {"#882255", "#88CCEE", "#DDCC77", "#44AA99", "#CC6677", "#999933", "#332288", "#117733", "#AA4499"}
     assert {c.upper() for c in colors} <= okabe_ito | tol_muted, "the defaults stay in colour-blind-safe palettes"
     assert len({c.upper() for c in colors} & okabe_ito) == len(okabe_ito), "Okabe-Ito's eight come first"
     assert variant_marker("unknown_variant", ["softmax", "unknown_variant"]) not in markers

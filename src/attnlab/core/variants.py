@@ -34,6 +34,8 @@ VARIANTS: dict[str, str] = {
     "softpick": "attnlab.training.attention.softpick:SoftpickScore",
     "stickbreaking": "attnlab.training.attention.stickbreaking:StickBreakingScore",
     "selective": "attnlab.training.attention.selective:SelectiveScore",
+    "spherical_yat": "attnlab.training.attention.spherical_yat:SphericalYatScore",
+    "slay": "attnlab.training.attention.slay:SlayScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)

@@ -1,0 +1,157 @@
+"""SLAY (Azetta et al., arXiv 2602.04915): the spherical Yat kernel through non-negative random features.
+
+The kernel is attention.spherical_yat's, κ(x) = x² / (C − 2x) with C = 2 + ε and
+x = q̂·k̂. Three approximations, each non-negative:
+
+- 1/(C − 2x) = ∫₀^∞ e^{−sC} e^{2sx} ds, by Gauss–Laguerre quadrature over R
+  nodes: with t = Cs, nodes s_r = t_r / C and weights w_r = α_r / C, where t_r,
+  α_r are the R-point Laguerre rule's (numpy.polynomial.laguerre.laggauss);
+- e^{2sx} = E_ω[e^{√(2s) ω·q̂ − s} e^{√(2s) ω·k̂ − s}], ω ~ N(0, I_d), by M
+  positive random features per node and head (unit vectors make FAVOR+'s
+  −‖u‖²/2 the constant −s); the exponent is clipped to ±10, as the paper's
+  reference implementation clips it;
+- x² by P unit anchor directions a_p per layer: (1/P) Σ_p (a_p·q̂)² (a_p·k̂)².
+  For uniformly drawn anchors its expectation is (1 + 2x²)/(d(d + 2)): x² up
+  to scale and a constant, a bias the paper's implementation has too.
+
+φ(u) is the product of the three over (r, p, m), √w_r · (a_p·û)²/√P ·
+e^{√(2s_r) ω_rm·û − s_r}/√M, so F = R·P·M features, all ≥ 0, and the kernel is
+κ̃(q, k) = φ(q)·φ(k). The weights are κ̃ / Σκ̃ over the causal window, yat's
+normaliser. The random arrays (anchors per layer; ω per layer, node and head)
+are drawn once from FEATURE_SEED, the same for every cell, and never trained:
+they are state of the model outside its parameters, which the optimiser does
+not see. R = 2, P = 8, M = 8 (F = 128) are the reference implementation's
+profiling defaults; the paper does not state the sizes of its language-model
+run.
+
+The model's dense and blockwise paths compute these weights as every kernel
+variant's (quadratic in the window, which at a block of 128 is the cheaper
+order); `causal_linear_attention` computes the same output in time and memory
+linear in the context, by chunked prefix sums of φ(k)vᵀ and φ(k), never forming
+a T × T array. tests/test_slay.py holds the two equal; benchmarks/slay.py
+times both against exact softmax and exact spherical Yat.
+"""
+
+from __future__ import annotations
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from flax import nnx
+
+from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, pairwise_dots
+from attnlab.training.attention.normalisers import KERNEL
+from attnlab.training.attention.spherical_yat import SPHERICAL_EPS, unit
+
+QUADRATURE_NODES = 2  # R
+ANCHORS = 8  # P
+RANDOM_FEATURES = 8  # M
+FEATURE_SEED = 2026  # every cell draws the same anchors and ω
+EXPONENT_CLIP = 10.0
+LINEAR_CHUNK = 64  # queries per step of the linear path's scan
+LINEAR_EPS = 1e-9  # the linear path's denominator guard: the kernel normaliser's own
+
+
+class FrozenFeatures(nnx.Variable):
+    """Random arrays of the feature map: model state that no optimiser updates."""
+
+
+def laguerre_rule(nodes: int, eps: float = SPHERICAL_EPS) -> tuple[np.ndarray, np.ndarray]:
+    """(s_r, w_r): Σ_r w_r e^{2 s_r x} ≈ 1 / (2 + ε − 2x), the Laplace integral by Gauss–Laguerre quadrature."""
+    t, alpha = np.polynomial.laguerre.laggauss(nodes)
+    rate = 2.0 + eps
+    return t / rate, alpha / rate
+
+
+def feature_arrays(layers: int, heads: int, d_head: int, nodes: int = QUADRATURE_NODES, anchors: int = ANCHORS,
+                   features: int = RANDOM_FEATURES, seed: int = FEATURE_SEED) -> tuple[jnp.ndarray, jnp.ndarray]:
+    """Unit anchors (layers, P, d) and Gaussian ω (layers, R, H, d, M), drawn from `seed`."""
+    anchor_key, omega_key = jax.random.split(jax.random.key(seed))
+    a = jax.random.normal(anchor_key, (layers, anchors, d_head))
+    omega = jax.random.normal(omega_key, (layers, nodes, heads, d_head, features))
+    return a / jnp.linalg.norm(a, axis=-1, keepdims=True), omega
+
+
+def anchor_features(u_unit: jnp.ndarray, anchors: jnp.ndarray) -> jnp.ndarray:
+    """(a_p·û)² / √P (B,T,H,P) of unit vectors û (B,T,H,d), anchors (P,d): their dot estimates x² (biased)."""
+    return jnp.einsum("bthd,pd->bthp", u_unit, anchors) ** 2 / np.sqrt(anchors.shape[0])
+
+
+def exponential_features(u_unit: jnp.ndarray, omega: jnp.ndarray, nodes, weights) -> jnp.ndarray:
+    """√w_r · e^{√(2s_r) ω_rm·û − s_r} / √M (B,T,H,R,M) of unit vectors û (B,T,H,d), ω (R,H,d,M): for each node r
+    their dot estimates w_r e^{2 s_r x}."""
+    proj = jnp.einsum("bthd,rhdm->bthrm", u_unit, omega)
+    s = jnp.asarray(nodes, u_unit.dtype)[:, None]
+    exponent = jnp.clip(jnp.sqrt(2.0 * s) * proj - s, -EXPONENT_CLIP, EXPONENT_CLIP)
+    return jnp.exp(exponent) * (jnp.sqrt(jnp.asarray(weights, u_unit.dtype))[:, None] / np.sqrt(omega.shape[-1]))
+
+
+def feature_map(u: jnp.ndarray, anchors: jnp.ndarray, omega: jnp.ndarray, nodes, weights) -> jnp.ndarray:
+    """φ(u) (B,T,H,R·P·M) ≥ 0 of queries or keys u (B,T,H,d) at one layer: anchors (P,d), ω (R,H,d,M). The
+    tensor product of the two factors per node, so φ(q)·φ(k) = Σ_r (anchor dot)(node r's exponential dot)."""
+    u = unit(u)
+    fused = jnp.einsum("bthp,bthrm->bthrpm", anchor_features(u, anchors), exponential_features(u, omega, nodes,
+                                                                                               weights))
+    return fused.reshape(*u.shape[:3], -1)
+
+
+def causal_linear_attention(phi_q: jnp.ndarray, phi_k: jnp.ndarray, v: jnp.ndarray,
+                            chunk: int = LINEAR_CHUNK) -> jnp.ndarray:
+    """Row i: Σ_{j≤i} (φ_q,i·φ_k,j) v_j / (Σ_{j≤i} φ_q,i·φ_k,j + 1e-9), for φ (B,T,H,F) ≥ 0 and v (B,T,H,D).
+
+    A scan over chunks of `chunk` positions carries the prefix sums S = Σ φ_k vᵀ (B,H,F,D) and z = Σ φ_k (B,H,F);
+    inside a chunk the pairs are a (chunk × chunk) product. Time O(T·(chunk + D)·F), memory O(T·F + F·D).
+    """
+    batch, length, heads, width = phi_q.shape
+    pad = -length % chunk
+    if pad:
+        phi_q, phi_k, v = (jnp.pad(x, ((0, 0), (0, pad), (0, 0), (0, 0))) for x in (phi_q, phi_k, v))
+    blocks = (length + pad) // chunk
+
+    def split(x):
+        return x.reshape(batch, blocks, chunk, heads, x.shape[-1]).swapaxes(0, 1)
+
+    inside = jnp.tril(jnp.ones((chunk, chunk), dtype=bool))
+
+    def step(carry, block):
+        total, mass = carry
+        fq, fk, vv = block
+        pairs = jnp.where(inside, jnp.einsum("bchf,bdhf->bhcd", fq, fk), 0.0)
+        numerator = jnp.einsum("bhcd,bdhe->bche", pairs, vv) + jnp.einsum("bchf,bhfe->bche", fq, total)
+        denominator = pairs.sum(-1).swapaxes(1, 2) + jnp.einsum("bchf,bhf->bch", fq, mass)
+        out = numerator / (denominator[..., None] + LINEAR_EPS)
+        total = total + jnp.einsum("bchf,bche->bhfe", fk, vv)
+        return (total, mass + fk.sum(1).astype(mass.dtype)), out
+
+    start = (jnp.zeros((batch, heads, width, v.shape[-1]), v.dtype), jnp.zeros((batch, heads, width), v.dtype))
+    _, outs = jax.lax.scan(step, start, (split(phi_q), split(phi_k), split(v)))
+    return outs.swapaxes(0, 1).reshape(batch, blocks * chunk, heads, v.shape[-1])[:, :length]
+
+
+class SlayScore(nnx.Module):
+    """No learned parameter: softmax's parameter count; the feature arrays are FrozenFeatures."""
+
+    normaliser: Normaliser = KERNEL
+
+    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
+        anchors, omega = feature_arrays(layers, heads, d_head)
+        self.anchors = FrozenFeatures(anchors)
+        self.omega = FrozenFeatures(omega)
+        nodes, weights = laguerre_rule(QUADRATURE_NODES)
+        self.nodes, self.node_weights = tuple(map(float, nodes)), tuple(map(float, weights))  # static: hashable
+
+    def features(self, u: jnp.ndarray, layer: int) -> jnp.ndarray:
+        """φ(u) at `layer` (B,T,H,F)."""
+        return feature_map(u, self.anchors[...][layer], self.omega[...][layer], self.nodes, self.node_weights)
+
+    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
+        kappa = pairwise_dots(self.features(q, layer), self.features(k, layer))
+        return self.normaliser.dense(kappa, causal_mask(q.shape[1]))
+
+    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
+        phi_q = self.features(q, layer)
+        return BlockScorer(self.normaliser, lambda k_block: pairwise_dots(phi_q, self.features(k_block, layer)))
+
+    def linear(self, q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, layer: int) -> jnp.ndarray:
+        """The attention output (B,T,H,D) in time and memory linear in T: what the dense weights give times v."""
+        return causal_linear_attention(self.features(q, layer), self.features(k, layer), v)
