@@ -1,4 +1,5 @@
-"""SLAY (Azetta et al., arXiv 2602.04915): the spherical Yat kernel through non-negative random features.
+"""SLAY (Luna, Bouhsine and Choromanski, 2026, arXiv 2602.04915): the spherical Yat kernel through non-negative
+random features.
 
 The kernel is attention.spherical_yat's, κ(x) = x² / (C − 2x) with C = 2 + ε and
 x = q̂·k̂. Three approximations, each non-negative:

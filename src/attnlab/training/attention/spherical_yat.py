@@ -2,11 +2,11 @@
 
 q̂ and k̂ are the unit query and key, so ‖q̂ − k̂‖² = 2 − 2x with x = q̂·k̂ and the
 kernel is a function of the cosine alone, κ = x² / (2 + ε − 2x), bounded by 1/ε
-(at x = 1). It is the exact kernel that SLAY (Azetta et al., arXiv 2602.04915)
-approximates in linear time (attention.slay). ε = 1e-3, the value of the
-paper's reference language-model configuration; the denominator is floored at
-ε against rounding, as the reference does. Weights κ / Σκ over the causal
-window: yat's normaliser.
+(at x = 1). It is the exact kernel that SLAY (Luna, Bouhsine and Choromanski,
+2026, arXiv 2602.04915) approximates in linear time (attention.slay). ε = 1e-3,
+the value of the paper's reference language-model configuration; the
+denominator is floored at ε against rounding, as the reference does. Weights
+κ / Σκ over the causal window: yat's normaliser.
 """
 
 from __future__ import annotations
