@@ -19,7 +19,8 @@ from scipy import stats
 from attnlab.core import telemetry_stats
 from attnlab.core.config_types import ModelConfig
 from attnlab.pipeline import claims
-from attnlab.pipeline.claims import length_papers, score_papers
+from attnlab.pipeline.claims import length_papers, score_papers, slay_paper
+from attnlab.pipeline.claims.common import SLAY_PAPER
 from attnlab.pipeline.report import telemetry as report_telemetry
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
@@ -162,7 +163,7 @@ def test_a_paper_claim_is_held_to_its_protocol():
 
 def test_a_build_without_the_variants_or_the_longer_windows_says_why():
     t = on_protocol(contest_frames({"softmax": [1.8, 1.81], "yat": [1.85, 1.86]}))
-    papers = (*length_papers.CHECKS, *score_papers.CHECKS)
+    papers = (*length_papers.CHECKS, *score_papers.CHECKS, *slay_paper.CHECKS)
     rows = {c.__name__: check(c, t) for c in papers}
     assert all(r.verdict == "not testable at catalog" for r in rows.values())
     assert "no stickbreaking or no softmax" in rows["stickbreaking_extrapolates"].interval
@@ -252,7 +253,7 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert "Activation kurtosis, largest first: softmax 6.50, cog 4.50, softpick 3.50." in text
     assert "Softpick has no attention sinks, at no loss cost: holds" in text
     assert "Cog attention's signed weights train at least as well as softmax: holds" in text
-    assert "4 of the papers' 6 claims are not testable at this build" in text  # no activation telemetry here
+    assert "6 of the papers' 8 claims are not testable at this build" in text  # no activation telemetry, no slay
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
 
 
@@ -308,3 +309,36 @@ def test_a_build_with_a_heads_study_hands_its_cells_to_the_selective_row(tmp_pat
     row = ledger[ledger.claim.str.startswith("selective attention matches")].iloc[0]
     assert f"selective ({heads} heads) / softmax ({2 * heads} heads)" in row.measured
     assert not row.verdict.startswith("not testable")
+
+
+# ---- SLAY: its quality beside softmax's and the exact kernel's
+
+
+def slay_frames(slay_losses):
+    """Five seeds: softmax at 2.00, yat (the exact kernel) at 1.98, and SLAY at the losses given."""
+    return contest_frames({"softmax": [2.00, 2.01, 1.99, 2.00, 2.02], "yat": [1.98, 1.99, 1.97, 1.98, 2.00],
+                           "slay": slay_losses})
+
+
+def test_slay_at_softmaxs_loss_holds_both_readings_and_a_costly_slay_contradicts_them():
+    near = on_protocol(slay_frames([2.001, 2.009, 1.992, 2.002, 2.018]))
+    row, exact = check(slay_paper.slay_near_softmax, near), check(slay_paper.slay_close_to_the_exact_kernel, near)
+    assert (row.verdict, exact.verdict) == (HOLDS, HOLDS)
+    assert "slay / softmax" in row.measured and "slay / yat" in exact.measured
+    assert "4.6760 vs 4.6417" in row.published and "+2.21%" in exact.published
+    costly = on_protocol(slay_frames([2.10, 2.11, 2.09, 2.10, 2.12]))  # +5% over softmax, +6% over yat
+    assert check(slay_paper.slay_near_softmax, costly).verdict == CONTRADICTED
+    assert check(slay_paper.slay_close_to_the_exact_kernel, costly).verdict == CONTRADICTED
+    # about the paper's gap over yat, seed to seed within a point: the interval spans the threshold
+    yat = [1.98, 1.99, 1.97, 1.98, 2.00]
+    between = on_protocol(slay_frames([y * r for y, r in zip(yat, [1.010, 1.035, 1.015, 1.030, 1.022])]))
+    open_row = check(slay_paper.slay_close_to_the_exact_kernel, between)
+    assert open_row.verdict.startswith(INCONCLUSIVE) and "seeds" in open_row.resolution
+
+
+def test_slay_rows_print_the_papers_numbers_not_words_and_need_their_cells():
+    t = on_protocol(contest_frames({"softmax": [2.0, 2.01], "yat": [1.98, 1.99]}))
+    rows = [check(c, t) for c in slay_paper.CHECKS]
+    assert all(r.verdict == "not testable at catalog" for r in rows)
+    assert all(r.source == SLAY_PAPER and "not among this project's sources" in r.quote for r in rows)
+    assert "no slay" in rows[0].interval and "no slay or no yat" in rows[1].interval

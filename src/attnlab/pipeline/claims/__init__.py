@@ -33,9 +33,10 @@ STEM.csv (one row per claim, a `verdict` column), .md and .tex.
 
 One module per topic of a post: kernel_post (quality, learning rate),
 kernel_post_scale (the trained scores' scale), kernel_post_scores (the trained
-attention's shape), a3_post, later_post, score_papers and length_papers (the
-catalog's papers), and beyond (controls no post runs); common holds the Claim
-row and how a verdict is judged; ledger runs every check in order. The names below are importable from here.
+attention's shape), a3_post, later_post, score_papers, length_papers and
+slay_paper (the catalog's papers), and beyond (controls no post runs); common
+holds the Claim row and how a verdict is judged; ledger runs every check in
+order. The names below are importable from here.
 """
 
 from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_small, a3_early_layers_softer,

@@ -30,6 +30,7 @@ from attnlab.pipeline.claims.later_post import softmax_over_kernel
 from attnlab.pipeline.claims.ladder_rows import scale_claims
 from attnlab.pipeline.claims.length_papers import CHECKS as LENGTH_CHECKS
 from attnlab.pipeline.claims.score_papers import CHECKS as PAPER_CHECKS
+from attnlab.pipeline.claims.slay_paper import CHECKS as SLAY_CHECKS
 from attnlab.pipeline.tables.display import display, write_table
 
 CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_five_orders, kernel_scores_larger,
@@ -37,7 +38,7 @@ CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_fiv
           ablation_barely_moves_entropy, a3_valid_distributions, a3_starts_at_softmax, a3_starts_close,
           a3_early_layers_softer, a3_overhead_small,
           a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token,
-          softmax_against_itself, *LENGTH_CHECKS, *PAPER_CHECKS)
+          softmax_against_itself, *LENGTH_CHECKS, *PAPER_CHECKS, *SLAY_CHECKS)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:
