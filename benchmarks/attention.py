@@ -33,10 +33,10 @@ MIB = 2**20
 def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, grad: bool, length: int):
     """(graphdef, params, fn): fn(params, q, k, v) is one attention call, or its loss and gradients."""
     score = score_class(variant)(layers=1, heads=heads, d_head=d_head, block_size=length, rngs=nnx.Rngs(0))
-    graphdef, params = nnx.split(score)
+    graphdef, params, rest = nnx.split(score, nnx.Param, ...)  # gradients for the parameters alone, as in training
 
     def attend(params, q, k, v):
-        module = nnx.merge(graphdef, params)
+        module = nnx.merge(graphdef, params, rest)
         if impl == "dense":
             return jnp.einsum("bhts,bshd->bthd", module(q, k, 0).weights, v)
         if impl == "linear":  # a score with a path linear in the context (slay)

@@ -52,11 +52,11 @@ def attend(score, q, k, v, impl, block, layer=1):
 
 def output_and_grads(score, q, k, v, impl, block):
     """The attention output and the gradients of a weighted sum of it w.r.t. (score params, q, k, v)."""
-    graphdef, params = nnx.split(score)
+    graphdef, params, rest = nnx.split(score, nnx.Param, ...)  # rest: state no optimiser updates (SLAY's features)
     weights = jax.random.normal(jax.random.key(7), q.shape)  # a loss that weighs every output element
 
     def loss(params, q, k, v):
-        out = attend(nnx.merge(graphdef, params), q, k, v, impl, block)
+        out = attend(nnx.merge(graphdef, params, rest), q, k, v, impl, block)
         return (out * weights).sum(), out
 
     (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(params, q, k, v)
@@ -203,10 +203,10 @@ def test_blockwise_never_builds_a_t_by_t_array(variant):
     score = make_score(variant)
     q, k, v = inputs(2, length=length)
     for impl, expect in (("blockwise", False), ("dense", True)):
-        _, params = nnx.split(score)
+        graphdef, params, rest = nnx.split(score, nnx.Param, ...)
 
         def loss(params, q, k, v, impl=impl):
-            return attend(nnx.merge(nnx.graphdef(score), params), q, k, v, impl, 8).sum()
+            return attend(nnx.merge(graphdef, params, rest), q, k, v, impl, 8).sum()
 
         jaxpr = jax.make_jaxpr(jax.grad(loss, argnums=(0, 1, 2, 3)))(params, q, k, v)
         square = any(list(shape).count(length) >= 2 for shape in _shapes(jaxpr.jaxpr))

@@ -6,33 +6,41 @@ x = q̂·k̂. Three approximations, each non-negative:
 
 - 1/(C − 2x) = ∫₀^∞ e^{−sC} e^{2sx} ds, by Gauss–Laguerre quadrature over R
   nodes: with t = Cs, nodes s_r = t_r / C and weights w_r = α_r / C, where t_r,
-  α_r are the R-point Laguerre rule's (numpy.polynomial.laguerre.laggauss);
+  α_r are the R-point Laguerre rule's (numpy.polynomial.laguerre.laggauss).
+  A few nodes follow the integral well away from x = 1 and lose its peak
+  there: with R = 2 the sum is 2.3 at x = 0.9 (the integral 5.0), 2.9 at
+  x = 0.99 (47.6) and 3.0 at x = 1 (1/ε = 1000);
 - e^{2sx} = E_ω[e^{√(2s) ω·q̂ − s} e^{√(2s) ω·k̂ − s}], ω ~ N(0, I_d), by M
   positive random features per node and head (unit vectors make FAVOR+'s
   −‖u‖²/2 the constant −s); the exponent is clipped to ±10, as the paper's
-  reference implementation clips it;
+  reference implementation (azettaai/slay, slay_jax/) clips it;
 - x² by P unit anchor directions a_p per layer: (1/P) Σ_p (a_p·q̂)² (a_p·k̂)².
-  For uniformly drawn anchors its expectation is (1 + 2x²)/(d(d + 2)): x² up
-  to scale and a constant, a bias the paper's implementation has too.
+  For uniformly drawn anchors its expectation is (1 + 2x²)/(d(d + 2)), not x²
+  up to scale: at x = 0 it is not 0 (the reference implementation's estimator
+  has the same expectation). With fewer anchors than head dimensions (P = 8,
+  d_head 16 at the default model) a unit vector orthogonal to every anchor
+  has no features at all; such a query's row is all zeros, as yat's zero
+  query's.
 
 φ(u) is the product of the three over (r, p, m), √w_r · (a_p·û)²/√P ·
 e^{√(2s_r) ω_rm·û − s_r}/√M, so F = R·P·M features, all ≥ 0, and the kernel is
 κ̃(q, k) = φ(q)·φ(k). The weights are κ̃ / Σκ̃ over the causal window, yat's
 normaliser. The random arrays (anchors per layer; ω per layer, node and head)
-are drawn once from FEATURE_SEED, the same for every cell, and never trained:
-they are state of the model outside its parameters, which the optimiser does
-not see. R = 2, P = 8, M = 8 (F = 128) are the reference implementation's
-profiling defaults; the paper does not state the sizes of its language-model
-run.
+are drawn once from FEATURE_SEED by numpy's PCG64 generator, so they are the
+same for every cell and every JAX version, and never trained: they are state
+of the model outside its parameters, which the optimiser does not see, made
+again from the seed wherever the model is built. R = 2, P = 8, M = 8 (F = 128)
+are the reference implementation's profiling defaults; the paper does not
+state the sizes of its language-model run.
 
 The model's dense and blockwise paths compute these weights as every kernel
 variant's (quadratic in the window, which at a block of 128 is the cheaper
-order); `causal_linear_attention` computes the same output in time and memory
-linear in the context, by chunked prefix sums of φ(k)vᵀ and φ(k), never forming
-a T × T array. tests/test_slay.py holds the two equal; benchmarks/slay.py
-times both against exact softmax and exact spherical Yat.
+order, and where dropout on the weights applies); `causal_linear_attention`
+computes the same output without dropout in time and memory linear in the
+context, by chunked prefix sums of φ(k)vᵀ and φ(k), never forming a T × T
+array. tests/test_slay.py holds the two equal; benchmarks/slay.py times both
+against exact softmax and exact spherical Yat.
 """
-
 from __future__ import annotations
 
 import jax
@@ -40,6 +48,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from attnlab.core.constants import KERNEL_NORMALISER_EPS
 from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, pairwise_dots
 from attnlab.training.attention.normalisers import KERNEL
 from attnlab.training.attention.spherical_yat import SPHERICAL_EPS, unit
@@ -50,7 +59,6 @@ RANDOM_FEATURES = 8  # M
 FEATURE_SEED = 2026  # every cell draws the same anchors and ω
 EXPONENT_CLIP = 10.0
 LINEAR_CHUNK = 64  # queries per step of the linear path's scan
-LINEAR_EPS = 1e-9  # the linear path's denominator guard: the kernel normaliser's own
 
 
 class FrozenFeatures(nnx.Variable):
@@ -66,11 +74,13 @@ def laguerre_rule(nodes: int, eps: float = SPHERICAL_EPS) -> tuple[np.ndarray, n
 
 def feature_arrays(layers: int, heads: int, d_head: int, nodes: int = QUADRATURE_NODES, anchors: int = ANCHORS,
                    features: int = RANDOM_FEATURES, seed: int = FEATURE_SEED) -> tuple[jnp.ndarray, jnp.ndarray]:
-    """Unit anchors (layers, P, d) and Gaussian ω (layers, R, H, d, M), drawn from `seed`."""
-    anchor_key, omega_key = jax.random.split(jax.random.key(seed))
-    a = jax.random.normal(anchor_key, (layers, anchors, d_head))
-    omega = jax.random.normal(omega_key, (layers, nodes, heads, d_head, features))
-    return a / jnp.linalg.norm(a, axis=-1, keepdims=True), omega
+    """Unit anchors (layers, P, d) and Gaussian ω (layers, R, H, d, M), drawn from `seed` by numpy's PCG64 (the
+    same arrays whatever the JAX version or its PRNG settings), in float32."""
+    draw = np.random.default_rng(seed)
+    a = draw.standard_normal((layers, anchors, d_head))
+    omega = draw.standard_normal((layers, nodes, heads, d_head, features))
+    return (jnp.asarray(a / np.linalg.norm(a, axis=-1, keepdims=True), jnp.float32),
+            jnp.asarray(omega, jnp.float32))
 
 
 def anchor_features(u_unit: jnp.ndarray, anchors: jnp.ndarray) -> jnp.ndarray:
@@ -101,7 +111,9 @@ def causal_linear_attention(phi_q: jnp.ndarray, phi_k: jnp.ndarray, v: jnp.ndarr
     """Row i: Σ_{j≤i} (φ_q,i·φ_k,j) v_j / (Σ_{j≤i} φ_q,i·φ_k,j + 1e-9), for φ (B,T,H,F) ≥ 0 and v (B,T,H,D).
 
     A scan over chunks of `chunk` positions carries the prefix sums S = Σ φ_k vᵀ (B,H,F,D) and z = Σ φ_k (B,H,F);
-    inside a chunk the pairs are a (chunk × chunk) product. Time O(T·(chunk + D)·F), memory O(T·F + F·D).
+    inside a chunk the pairs are a (chunk × chunk) product. Time O(T·F·(chunk + D)), memory O(T·F) forward and
+    O(T·F·D / chunk) more for the carries the backward pass keeps. No dropout: the model's dense path is where
+    dropout on the weights applies.
     """
     batch, length, heads, width = phi_q.shape
     pad = -length % chunk
@@ -120,11 +132,12 @@ def causal_linear_attention(phi_q: jnp.ndarray, phi_k: jnp.ndarray, v: jnp.ndarr
         pairs = jnp.where(inside, jnp.einsum("bchf,bdhf->bhcd", fq, fk), 0.0)
         numerator = jnp.einsum("bhcd,bdhe->bche", pairs, vv) + jnp.einsum("bchf,bhfe->bche", fq, total)
         denominator = pairs.sum(-1).swapaxes(1, 2) + jnp.einsum("bchf,bhf->bch", fq, mass)
-        out = numerator / (denominator[..., None] + LINEAR_EPS)
-        total = total + jnp.einsum("bchf,bche->bhfe", fk, vv)
+        out = numerator / (denominator[..., None] + KERNEL_NORMALISER_EPS)
+        total = total + jnp.einsum("bchf,bche->bhfe", fk, vv).astype(total.dtype)
         return (total, mass + fk.sum(1).astype(mass.dtype)), out
 
-    start = (jnp.zeros((batch, heads, width, v.shape[-1]), v.dtype), jnp.zeros((batch, heads, width), v.dtype))
+    dtype = jnp.promote_types(phi_q.dtype, v.dtype)  # the carried sums in the wider of the two
+    start = (jnp.zeros((batch, heads, width, v.shape[-1]), dtype), jnp.zeros((batch, heads, width), dtype))
     _, outs = jax.lax.scan(step, start, (split(phi_q), split(phi_k), split(v)))
     return outs.swapaxes(0, 1).reshape(batch, blocks * chunk, heads, v.shape[-1])[:, :length]
 
