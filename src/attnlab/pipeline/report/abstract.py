@@ -39,8 +39,8 @@ SETTLE_RESULT = ("On a 2-core machine it decided the score scale, the entropy ga
                  "temperature too), and found no difference between softmax and itself; the quality reading (yat_b "
                  "against softmax) stayed out of reach of 20 seeds, about 72 at the spread measured. Its 107 cells "
                  "(the sweep's extension and the second look among them) trained 564,000 steps in all, each to its "
-                 "plateau: about 70 minutes on 2 cores at the 70 steps/s a settle cell trained at there, two at a "
-                 "time (estimated; that machine ran 27 default softmax steps/s, python benchmarks/cores.py)")
+                 "plateau: from a fresh clone the build took 1 h 50 min on 2 cores, on a day that machine ran 19 to "
+                 "26 default softmax steps/s (python benchmarks/cores.py; about an hour at 46.8, a faster day's)")
 
 
 def variants_list(contest: pd.DataFrame) -> str:
