@@ -35,9 +35,9 @@ SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority 
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
 
 
-def loss_ratio(t, variant: str) -> statistics.Estimate:
-    """variant / softmax best validation loss, paired by contest seed (the mean log-ratio's interval)."""
-    return statistics.paired(contest_losses(t, variant), contest_losses(t, BASELINE), ratio=True)
+def loss_ratio(t, variant: str, against: str = BASELINE) -> statistics.Estimate:
+    """variant / `against` (softmax) best validation loss, paired by contest seed (the mean log-ratio's interval)."""
+    return statistics.paired(contest_losses(t, variant), contest_losses(t, against), ratio=True)
 
 
 def telemetry(t, variant: str, name: str) -> dict[int, float]:
@@ -54,10 +54,11 @@ def no_loss_cost(estimate: statistics.Estimate) -> Verdict:
     return one_sided(estimate, SAME_LOSS, above=False)
 
 
-def missing(t, variant: str) -> str:
-    """Why a paired check cannot run ('' when both the variant's and softmax's contest cells are there)."""
-    if not contest_losses(t, variant) or not contest_losses(t, BASELINE):
-        return f"this build has no {variant} or no {BASELINE} contest cells"
+def missing(t, variant: str, against: str = BASELINE) -> str:
+    """Why a paired check cannot run ('' when both the variant's and `against`'s (softmax's) contest cells are
+    there)."""
+    if not contest_losses(t, variant) or not contest_losses(t, against):
+        return f"this build has no {variant} or no {against} contest cells"
     return ""
 
 

@@ -41,6 +41,7 @@ context, by chunked prefix sums of φ(k)vᵀ and φ(k), never forming a T × T
 array. tests/test_slay.py holds the two equal; benchmarks/slay.py times both
 against exact softmax and exact spherical Yat.
 """
+
 from __future__ import annotations
 
 import jax
