@@ -255,6 +255,7 @@ PAPER_COUNTS = {"softmax": 2_719_169, "yat": 2_719_169, "yat_b": 2_719_217, "a3"
                 "yat_exp": 2_719_169, "yat_b_exp": 2_719_217, "softmax_t": 2_719_193, "a3_heads": 2_727_257}
 
 
+@pytest.mark.slow
 def test_params_command_lists_every_arm_at_the_paper_config():
     result = attnlab("params", "--config", "config/paper.yaml", cwd=REPO, timeout=300)
     assert result.returncode == 0, result.stderr

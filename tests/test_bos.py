@@ -36,6 +36,7 @@ def test_the_token_adds_one_embedding_row_and_one_head_output(smoke_config):
     assert set(grown.values()) == {2 * d_model + 1}  # an embedding row, a head column and its bias
 
 
+@pytest.mark.slow
 def test_the_training_loop_feeds_the_token_first_alone_and_in_a_pack():
     """The compiled training chunk (one cell, and a vmapped pack of cells) computes each step's loss on the
     token-first windows: its first step's loss is the loss of those windows built by hand, not of the plain ones."""
@@ -72,6 +73,7 @@ def test_the_training_loop_feeds_the_token_first_alone_and_in_a_pack():
     assert np.allclose(np.asarray(pack_losses[:, 0]), first[chars], rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_a_cell_trains_with_the_token_first_in_every_window_and_its_map(tiny_cfg, small_corpus, tmp_path):
     """A tiny cell with data.bos: the stored window starts with the token (read back as ⇤), and the same cell
     without it trains other numbers from the same stream."""

@@ -71,6 +71,7 @@ def test_parameters_beyond_softmax_are_one_per_layer_and_head_only_where_it_lear
 
 
 @BY_NAME
+@pytest.mark.slow
 def test_a_smoke_sized_cell_trains_and_its_bundle_records_what_it_learned(ref, tiny_cfg, corpus_path, tmp_path):
     bundle = train_smoke_cell(tiny_cfg, corpus_path, tmp_path, ref.variant)
     telemetry = bundle["telemetry"]

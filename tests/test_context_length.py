@@ -53,6 +53,7 @@ def test_the_defaults_change_no_cell_and_longer_windows_need_no_position_embeddi
         with_context(smoke_config, None, [2])
 
 
+@pytest.mark.slow
 def test_a_cell_records_its_loss_at_each_longer_window_and_the_table_reads_it(tiny_cfg, small_corpus, tmp_path):
     from attnlab.core.cell_key import CellKey
     from attnlab.pipeline.tables.telemetry import context_length_rows

@@ -36,6 +36,7 @@ def train_pack(cfg: dict, corpus, out_root, cpus: set[int] | None) -> subprocess
 
 @pytest.mark.skipif(len(USABLE) < 2 or not shutil.which("taskset"),
                     reason="needs two usable CPUs to compare one against several, and taskset (util-linux)")
+@pytest.mark.slow
 def test_a_yat_b_cell_trains_to_the_same_bytes_on_every_cpu_and_on_one(tiny_cfg, corpus_path, tmp_path):
     """The default build's model: without the fixed pool this cell's validation loss differed by step 50
     (2.7257 with two CPUs, 2.7266 on one; 1.9239 against 1.9146 after 1,000 steps)."""

@@ -58,6 +58,7 @@ print("same" if same else "differ", float(a[-1]), float(b[-1]))
 
 
 @pytest.mark.parametrize("variant", ["softmax", "yat_b"])  # yat_b amplifies any rounding difference
+@pytest.mark.slow
 def test_a_training_chunk_with_dense_layers_gives_the_numbers_of_nnx_linear_layers(variant):
     """The build's training chunk (the smoke model), its model built with Dense and with nnx.Linear, compiled
     as a build compiles it: the losses and every parameter after 30 steps are equal. (Under the tests' quick

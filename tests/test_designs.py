@@ -67,6 +67,7 @@ SETTLE_LOOKS = (8, 20)  # the settle build's looks (config/settle.yaml)
 
 
 @pytest.mark.parametrize("looks, draws", [(SETTLE_LOOKS, 3000), ((5, 10, 15, 20), 1500)])
+@pytest.mark.slow
 def test_a_group_sequential_design_keeps_its_error_rate_over_its_looks(looks, draws):
     """A/A data (the true difference is 0, the comparison's threshold): the build's rule decides something in
     at most α of the draws, every stop interval bounded, so no unbounded interval counts as covering."""
@@ -76,11 +77,13 @@ def test_a_group_sequential_design_keeps_its_error_rate_over_its_looks(looks, dr
 
 
 @pytest.mark.parametrize("looks, draws", [(SETTLE_LOOKS, 3000), ((5, 10, 15, 20), 1500)])
+@pytest.mark.slow
 def test_a_naive_t_interval_at_every_look_falls_short(naive, looks, draws):
     rate, _ = error_rate(config(looks), draws, effect=0.0, spread=0.02, seed=11)
     assert rate > ALPHA + monte_carlo(draws), rate
 
 
+@pytest.mark.slow
 def test_the_confidence_sequence_keeps_its_error_rate_where_a_naive_rule_does_not(monkeypatch):
     """An open-ended budget (6 seeds, then 2 a round up to 16): the anytime-valid sequence the build reads keeps
     its error rate; read with a 95% t-interval after every round instead, the same rule does not."""
@@ -109,6 +112,7 @@ def heavy_scores(rng, seeds, skew: bool) -> tuple[dict, dict]:
 
 
 @pytest.mark.parametrize("skew", [False, True])
+@pytest.mark.slow
 def test_the_score_scale_is_read_by_its_median_and_keeps_its_error_rate_on_heavy_tails(skew):
     """The score ratio at settle's looks, its median on the threshold: the sign-test reading decides "above
     100x" in at most α of the draws, Cauchy or skewed; a mean log-ratio t-interval on the skewed draws calls

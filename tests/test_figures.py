@@ -87,6 +87,7 @@ def test_maps_tick_positions_by_number_and_the_window_prints_whole_above_them():
 
 
 @pytest.mark.parametrize("length", [12, 64])
+@pytest.mark.slow
 def test_the_window_characters_sit_at_the_centres_of_their_key_columns(length):
     from attnlab.pipeline.figures import depth_grid
 
@@ -262,6 +263,7 @@ def test_the_blitted_reading_draws_every_frame_as_a_full_redraw_would():
         assert differs <= 6, f"frame {i}: {differs} pixels differ from the full redraw"
 
 
+@pytest.mark.slow
 def test_score_orbit_gif_stays_small_at_the_default_style(tmp_path):
     out = tmp_path / "orbit.gif"
     figure_main(score_orbit.load, score_orbit.draw,
@@ -423,7 +425,20 @@ def not_blank(image) -> bool:
     return bool(colours) and len(colours) > 16
 
 
-@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
+# The figures of attention maps, and the side (inches on paper) at which a map's rows can be read: a 64-key
+# row is then a key every 0.55 mm.
+MAP_FIGURES = ("depth_grid", "training_maps")
+READABLE_MAP = 1.4
+
+
+def every_figure() -> list:
+    """Each catalogued figure as a test parameter; the figures of maps (MAP_FIGURES), which take seconds each to
+    draw, run outside the quick lane."""
+    return [pytest.param(entry, id=entry.name, marks=pytest.mark.slow if entry.name in MAP_FIGURES else ())
+            for entry in catalog.FIGURES]
+
+
+@pytest.mark.parametrize("entry", every_figure())
 def test_every_catalog_figure_draws_from_tiny_tables(tiny_tables, entry):
     draw_entry(entry, tiny_tables)
     folder = tiny_tables / "figures"
@@ -459,7 +474,7 @@ def saved_width(fig) -> float:
     return fig.get_tightbbox(fig.canvas.get_renderer()).width + 2 * matplotlib.rcParams["savefig.pad_inches"]
 
 
-@pytest.mark.parametrize("entry", catalog.FIGURES, ids=lambda entry: entry.name)
+@pytest.mark.parametrize("entry", every_figure())
 def test_every_figure_is_drawn_for_the_printed_column_and_letters_nothing_under_7_points(tiny_tables, entry):
     """Printed (its file at the width print gives it: print_scale), every piece of text of the figure, after
     layout, is MIN_FONT points or larger, and the figure fits the text column and a page."""
@@ -486,13 +501,8 @@ def figure_height_limit(entry: catalog.Figure) -> float:
     return MAP_MAX_HEIGHT if entry.name in MAP_FIGURES else MAX_HEIGHT
 
 
-# The figures of attention maps, and the side (inches on paper) at which a map's rows can be read: a 64-key
-# row is then a key every 0.55 mm.
-MAP_FIGURES = ("depth_grid", "training_maps")
-READABLE_MAP = 1.4
-
-
 @pytest.mark.parametrize("name", MAP_FIGURES)
+@pytest.mark.slow
 def test_attention_maps_print_large_enough_to_read_a_row(tiny_tables, name):
     """Every map of a figure of maps prints READABLE_MAP inches wide or more (the tiny tables' four variants, two
     layers and four checkpoints: the default build's grid), and the figure with its caption fits a page."""
@@ -510,6 +520,7 @@ def test_attention_maps_print_large_enough_to_read_a_row(tiny_tables, name):
         plt.close(fig)
 
 
+@pytest.mark.slow
 def test_the_training_maps_column_titles_keep_apart(tiny_tables):
     """The checkpoints' titles over the top row of maps keep two ems apart at least, so that each reads as its
     column's, and none runs past its map; on maps too narrow for a title's one line, its share of training

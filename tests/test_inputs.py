@@ -381,6 +381,7 @@ def test_a_long_axis_without_aliases_is_refused_for_its_length_not_for_aliases()
     assert "alias" not in str(err.value)
 
 
+@pytest.mark.slow
 def test_building_another_folder_with_directory_is_refused_before_anything_runs(workspace, corpus_path, tmp_path):
     other = tmp_path / "other"
     other.mkdir()

@@ -54,6 +54,7 @@ def plant_what_kills_leave(out: Path, checkpoints: Path) -> list[Path]:
     return planted
 
 
+@pytest.mark.slow
 def test_a_pack_that_ends_well_removes_what_killed_runs_left_and_nothing_else(one_cell):
     cfg, corpus, root, checkpoints = one_cell
     out = cell_dir(root, KEY.variant, KEY.lr, KEY.seed)
@@ -159,6 +160,7 @@ def test_a_second_run_of_a_job_is_refused_and_leaves_the_first_ones_log_whole(ti
     assert not (tmp_path / "runs").exists()  # nothing was trained
 
 
+@pytest.mark.slow
 def test_a_job_writes_its_whole_output_into_its_log_replacing_an_earlier_runs(tiny_cfg, small_corpus, tmp_path):
     corpus, sha256 = small_corpus
     cfg = copy.deepcopy(tiny_cfg)

@@ -42,6 +42,7 @@ def train_both(cfg, keys, corpus, tmp_path):
 
 
 @pytest.mark.parametrize("size,steps,tolerance", [("smoke", 60, 1e-5), ("default", 60, 1e-5)])
+@pytest.mark.slow
 def test_a_vmapped_softmax_pack_follows_each_cell_alone(small_corpus, tmp_path, size, steps, tolerance):
     corpus, sha256 = small_corpus
     cfg = sized(size, sha256, steps=steps, eval_every=20, eval_batches=2)
@@ -57,6 +58,7 @@ def test_a_vmapped_softmax_pack_follows_each_cell_alone(small_corpus, tmp_path, 
     assert bundle["provenance"]["pack"]["mode"] == "vmap" and bundle["provenance"]["pack"]["size"] == 2
 
 
+@pytest.mark.slow
 def test_a_vmapped_yat_b_pack_follows_each_cell_alone_over_its_first_steps(small_corpus, tmp_path):
     corpus, sha256 = small_corpus
     cfg = sized("smoke", sha256, steps=10, eval_every=5, eval_batches=2)
@@ -72,6 +74,7 @@ class Killed(Exception):
     pass
 
 
+@pytest.mark.slow
 def test_a_vmapped_pack_resumes_a_cell_from_its_checkpoint_beside_a_fresh_one(small_corpus, tmp_path):
     """A cell a checkpoint put at step 20 waits while its sibling catches up from 0; then they run together."""
     from attnlab.training.pack import run_pack

@@ -15,6 +15,7 @@ import shutil
 
 import jupytext as jupytext_api
 import nbformat
+import pytest
 from jupytext.cli import jupytext
 
 import results_folder
@@ -53,6 +54,7 @@ def outputs(notebook) -> str:
     return "\n".join(t if isinstance(t, str) else "".join(t) for t in texts)
 
 
+@pytest.mark.slow
 def test_the_paired_notebook_runs_against_a_build_at_the_published_protocol(tmp_path, monkeypatch):
     notebook, script = run_paired(tmp_path, monkeypatch, protocol="paper")
     shown = outputs(notebook)

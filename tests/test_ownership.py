@@ -428,6 +428,7 @@ def test_trainers_starting_and_ending_together_on_a_fresh_checkpoint_root_never_
     (["--threads", "two"], "not a whole number of threads"),
     (["--checkpoint-dir", "/"], "--checkpoint-dir /: the filesystem root"),
 ])
+@pytest.mark.slow
 def test_the_trainers_command_lines_refuse_threads_below_one_and_the_filesystem_root(tmp_path, extra, named):
     out = tmp_path / "out"
     cli = attnlab("train", "--config", REPO / "config" / "smoke.yaml", "--variant", "softmax", "--lr", "3e-3",

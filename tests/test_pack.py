@@ -45,6 +45,7 @@ def pack_cfg(tiny_cfg, small_corpus):
 
 
 @pytest.mark.parametrize("variant", ["softmax", "yat_b"])  # yat_b amplifies any rounding difference
+@pytest.mark.slow
 def test_a_cell_trained_second_in_a_pack_is_the_cell_trained_alone(pack_cfg, tmp_path, variant):
     """The second cell runs the program compiled for the first, at another LR and seed."""
     cfg, corpus = pack_cfg
@@ -122,6 +123,7 @@ def test_a_pack_run_again_leaves_its_current_bundles_and_retrains_what_other_cod
     assert same_cell(first, tmp_path / "original") == []  # the same numbers: only the code's name changed
 
 
+@pytest.mark.slow
 def test_a_failed_pack_puts_back_the_cells_it_had_finished(pack_cfg, tmp_path):
     """Snakemake removes a failed job's new outputs; the pack's next run puts the finished cell back, untrained."""
     from attnlab.core.cell_key import CellKey

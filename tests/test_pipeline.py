@@ -227,6 +227,7 @@ def test_the_dry_run_bench_times_a_built_workspace(built, corpus_path):
     assert any(key.startswith("attnlab.training.model:") for key in facts["entries"])
 
 
+@pytest.mark.slow
 def test_the_dry_run_bench_refuses_an_unbuilt_workspace(tmp_path, corpus_path):
     ws = make_workspace(tmp_path)
     result = dry_run_bench(ws, corpus_path, "--configfile", "config/smoke.yaml", "--runs", "1")
@@ -239,6 +240,7 @@ def dry_run_bench(ws: Path, corpus_path: Path, *args: str):
                env={"ATTNLAB_CORPUS": corpus_path, "PYTHONPATH": ws / "src"})
 
 
+@pytest.mark.slow
 def test_paper_config_plans_the_published_grid(tmp_path, corpus_path):
     ws = make_workspace(tmp_path)
     planned = plan(ws, "config/paper.yaml", corpus=corpus_path)
@@ -297,6 +299,7 @@ def one_cell_per_job(ws: Path, name: str) -> str:
 
 
 @pytest.mark.parametrize("name", ["smoke", "default"])
+@pytest.mark.slow
 def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_path, name):
     """Each cell's command (its config slice, folder, LR text, checkpoint root and the command itself) is the
     one recorded in tests/expected/train_commands.json, as built workspaces planned them: a change that moves
@@ -312,6 +315,7 @@ def test_the_contest_and_sweep_cells_are_planned_as_recorded(tmp_path, corpus_pa
 
 
 @pytest.mark.parametrize("name", ["smoke", "default"])
+@pytest.mark.slow
 def test_packs_train_the_recorded_cells_with_the_recorded_slices_and_folders(tmp_path, corpus_path, name):
     """In packs (the default) every recorded cell is trained with the same config slice, into the same folder,
     with the same checkpoint root, as one cell per job: packing them retrains nothing built either way."""

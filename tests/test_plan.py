@@ -250,6 +250,7 @@ def test_a_stated_gpu_list_that_is_not_one_is_refused(text):
 
 
 @pytest.mark.parametrize("gpus,limit", [("81559", "4"), ("0", None)])
+@pytest.mark.slow
 def test_a_build_on_a_gpu_runs_at_most_jobs_per_gpu_training_jobs_at_once(tmp_path, corpus_path, gpus, limit):
     """Snakemake itself holds the limit: the build's `gpu` resource is the plan's slots (none without a GPU)."""
     (tmp_path / "ws").mkdir()

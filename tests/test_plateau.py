@@ -89,6 +89,7 @@ def test_a_plateau_config_refuses_a_window_that_is_not_whole_evaluations(smoke_c
         validate_config(cfg)
 
 
+@pytest.mark.slow
 def test_the_rule_stops_a_cell_and_its_bundle_says_where(tiny_cfg, small_corpus, tmp_path):
     """A tolerance no gain can beat stops the cell at the first whole window; the ceiling is never reached, the
     last attention map is where it stopped, and runs.csv does not call it still improving."""
@@ -116,6 +117,7 @@ def test_the_rule_stops_a_cell_and_its_bundle_says_where(tiny_cfg, small_corpus,
     assert late_gain(dict(bundle, path=str(tmp_path / "cell")))["improving"] is False
 
 
+@pytest.mark.slow
 def test_a_cell_at_its_ceiling_is_still_improving_when_its_curve_says_so(tiny_cfg, small_corpus, tmp_path):
     """A tolerance no curve meets (0) runs the cell to train.steps, reported as the curve says."""
     from attnlab.pipeline.tables.runs import late_gain

@@ -46,6 +46,7 @@ def test_every_choice_names_a_jax_precision():
             assert jax.config.jax_default_matmul_precision == jax_name, name
 
 
+@pytest.mark.slow
 def test_the_bundle_records_the_precision_it_trained_at(tiny_cfg, small_corpus, tmp_path):
     from attnlab.core.cell_key import CellKey
     from pack_of_one import train_alone

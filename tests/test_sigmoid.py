@@ -101,6 +101,7 @@ def test_gradients_are_finite_on_scores_far_past_the_bias():
 
 
 @pytest.mark.parametrize("kv_heads", [None, 2, 1])
+@pytest.mark.slow
 def test_the_model_trains_the_same_dense_and_blockwise_with_shared_key_heads(kv_heads):
     def model(impl):
         cfg = ModelConfig(vocab_size=20, d_model=32, layers=1, heads=HEADS, block_size=LENGTH, d_ff=48, dropout=0.3,

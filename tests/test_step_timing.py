@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 
 import pandas as pd
+import pytest
 
 from attnlab.core.config import load_config
 from attnlab.pipeline.ground import contract
@@ -15,6 +16,7 @@ from attnlab.pipeline.ground import contract
 REPO = Path(__file__).resolve().parents[1]
 
 
+@pytest.mark.slow
 def test_variants_take_turns_in_one_process_and_the_table_keeps_the_contract(tmp_path):
     cfg = load_config(REPO / "config" / "smoke.yaml")
     cell = json.dumps({k: cfg[k] for k in ("data", "model", "train")})

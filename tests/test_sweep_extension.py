@@ -114,6 +114,7 @@ def test_the_plan_reads_the_lrs_the_steps_added_into_the_sweep_the_contest_and_t
 
 
 @pytest.mark.parametrize("name", ["default", "settle", "smoke"])
+@pytest.mark.slow
 def test_every_lr_a_sweep_may_add_has_one_pack_whatever_the_steps_decide(tmp_path, name):
     """The packs are named when the Snakefile is read: every cell of every outcome (no LR added, or any number
     past either edge, and the contest at any of them) is made by exactly one pack."""
