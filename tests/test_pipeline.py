@@ -333,6 +333,11 @@ def test_packs_train_the_recorded_cells_with_the_recorded_slices_and_folders(tmp
     assert cells == {out: (variant, lr, seed) for out, variant, lr, seed in recorded["cells"]}
 
 
+# What every cell of the smoke build feeds: the contest's tables and the ladder study's. A test of what trains
+# builds these alone; the figures and the writeup after them are rebuilt by the tests that read them.
+CELL_TABLES = ("collect_tables", "results/tables/study_ladder.csv")
+
+
 @pytest.mark.slow
 def test_a_new_contest_seed_trains_that_seed_alone_in_its_pack(smoke_workspace, corpus_path, tmp_path):
     """The pack that gains the seed runs again; its trainer leaves every current bundle byte for byte as it was."""
@@ -343,7 +348,7 @@ def test_a_new_contest_seed_trains_that_seed_alone_in_its_pack(smoke_workspace, 
     results = ws / "results"
     before = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
     assert len(before) == 21  # 20 cells of the grid and the one LR A3's sweep added past its grid's edge
-    result = snakemake(ws, "--cores", "2", "--configfile", "config/seeds.yaml", corpus=corpus_path)
+    result = snakemake(ws, *CELL_TABLES, "--cores", "2", "--configfile", "config/seeds.yaml", corpus=corpus_path)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     after = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
     assert {p: after[p] for p in before} == before
@@ -362,7 +367,7 @@ def test_a_variant_edit_retrains_its_packs_in_place(smoke_workspace, corpus_path
     before = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
     assert all((p.parent / ".snakemake_timestamp").is_file() for p in before)
     with edited(ws / "src" / "attnlab" / "training" / "attention" / "a3.py", BEHAVIOUR_EDIT):
-        result = snakemake(ws, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
+        result = snakemake(ws, *CELL_TABLES, "--cores", "2", "--configfile", "config/smoke.yaml", corpus=corpus_path)
         assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     after = {p: p.read_bytes() for p in results.glob("**/seed*/bundle.json")}
     changed = {p.parts[-4] for p in before if after[p] != before[p]}
