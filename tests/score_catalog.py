@@ -159,11 +159,28 @@ def slay_weights(q, k):
     return _kernel_rows(np.einsum("bthf,bshf->bhts", slay_features64(q, 1, score), slay_features64(k, 1, score)))
 
 
+def fox_weights(q, k, score):
+    """Row i: softmax over keys 0..i of s_ij + Σ_{l=j+1}^{i} log σ(w_h · k̄_l + b_h), layer 1's gate, each gate
+    written out key by key in float64."""
+    weight = np.asarray(score.forget_weight[...][1], np.float64)  # (H·D, H)
+    bias = np.asarray(score.forget_bias[...][1], np.float64)
+    k64 = np.asarray(k, np.float64)
+    gate = np.einsum("bsf,fh->bhs", k64.reshape(k64.shape[0], k64.shape[1], -1), weight) + bias[None, :, None]
+    log_f = -np.log1p(np.exp(-gate))  # log σ
+    s = logits64(q, k)
+    forget = np.zeros_like(s)
+    for i in range(s.shape[2]):
+        for j in range(i):
+            forget[:, :, i, j] = log_f[:, :, j + 1: i + 1].sum(-1)
+    return _rows(s + forget, lambda r, _: _softmax(r))
+
+
 @dataclasses.dataclass(frozen=True)
 class Reference:
     """A catalogued score function as the shared tests use it: built at a state worth testing, its float64
     weights at layer 1 of that state, and the per-(layer, head) parameter it learns (None: it learns none) with
-    that parameter's initial value at a config's model section. `plain_telemetry`: its score telemetry is the
+    that parameter's initial value at a config's model section, and how many parameters it learns per layer and
+    head in all (`per_head`: one, unless a head learns a vector). `plain_telemetry`: its score telemetry is the
     logit itself and its rows' magnitudes renormalised, with no row mass and no gate. `row_mass`: a kernel
     normalised by its row mass, which the telemetry reports (and reads the mass AUROC of)."""
 
@@ -174,6 +191,7 @@ class Reference:
     initial: Callable[[dict], float] | None = None
     plain_telemetry: bool = False
     row_mass: bool = False
+    per_head: Callable[[dict], int] = lambda model: 1  # parameters it learns per layer and head, at a model section
 
 
 CATALOG = [
@@ -188,4 +206,7 @@ CATALOG = [
               "length_scale", lambda model: 1.0 / math.log(model["block_size"])),
     Reference("spherical_yat", lambda: make("spherical_yat"), spherical_yat_weights, row_mass=True),
     Reference("slay", lambda: make("slay"), slay_weights, row_mass=True),
+    Reference("fox", lambda: make("fox", forget_bias=SINKS),
+              lambda q, k: fox_weights(q, k, make("fox", forget_bias=SINKS)), "forget_bias", lambda model: 0.0,
+              per_head=lambda model: model["d_model"] + 1),  # the gate's weights over every head's key, and its bias
 ]

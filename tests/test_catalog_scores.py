@@ -5,8 +5,8 @@
   learned per-head parameter gets a gradient;
 - outputs and gradients stay finite through both paths on tiny and huge scores;
 - where its telemetry is plain, the logit is its score and the entropy is of its rows' magnitudes renormalised;
-- at the default config it has softmax's parameter count, or one more parameter per layer and head where it
-  learns one;
+- at the default config it has softmax's parameter count, or per layer and head the parameters it learns (one,
+  or a forget gate's vector and bias);
 - a smoke-sized cell trains through the rules' trainer, and its bundle records exactly what it learned (and a
   kernel's row-mass AUROC).
 
@@ -62,12 +62,12 @@ def test_plain_telemetry_is_the_logit_and_the_entropy_of_the_row_magnitudes_reno
 
 
 @BY_NAME
-def test_parameters_beyond_softmax_are_one_per_layer_and_head_only_where_it_learns_one(ref):
+def test_parameters_beyond_softmax_are_per_layer_and_head_only_where_it_learns_them(ref):
     extra, model = parameters_beyond_softmax(ref.variant)
     if ref.learned is None:
         assert extra == 0 and not nnx.state(ref.build(), nnx.Param)
     else:
-        assert extra == model["layers"] * model["heads"]
+        assert extra == model["layers"] * model["heads"] * ref.per_head(model)
 
 
 @BY_NAME

@@ -125,9 +125,11 @@ def test_every_named_variant_has_its_own_marker_and_colour():
     assert len(set(colors)) == len(NAMED_VARIANTS) and len(set(markers)) == len(NAMED_VARIANTS)
     assert set(NAMED_VARIANTS) <= set(VARIANT_MARKERS) and set(NAMED_VARIANTS) <= set(default_style()["colors"])
     okabe_ito = {"#000000", "#E69F00", "#56B4E9", "#009E73", "#F0E442", "#0072B2", "#D55E00", "#CC79A7"}
-    # the later variants', from Paul Tol's colour-blind-safe muted scheme
+    # the later variants', from Paul Tol's colour-blind-safe muted scheme, then his vibrant one
     tol_muted = {"#882255", "#88CCEE", "#DDCC77", "#44AA99", "#CC6677", "#999933", "#332288", "#117733", "#AA4499"}
-    assert {c.upper() for c in colors} <= okabe_ito | tol_muted, "the defaults stay in colour-blind-safe palettes"
+    tol_vibrant = {"#EE7733", "#0077BB", "#33BBEE", "#EE3377", "#CC3311", "#009988"}
+    assert {c.upper() for c in colors} <= okabe_ito | tol_muted | tol_vibrant, \
+        "the defaults stay in colour-blind-safe palettes"
     assert len({c.upper() for c in colors} & okabe_ito) == len(okabe_ito), "Okabe-Ito's eight come first"
     assert variant_marker("unknown_variant", ["softmax", "unknown_variant"]) not in markers
 

@@ -36,6 +36,7 @@ VARIANTS: dict[str, str] = {
     "selective": "attnlab.training.attention.selective:SelectiveScore",
     "spherical_yat": "attnlab.training.attention.spherical_yat:SphericalYatScore",
     "slay": "attnlab.training.attention.slay:SlayScore",
+    "fox": "attnlab.training.attention.fox:ForgettingScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)

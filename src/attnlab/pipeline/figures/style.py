@@ -49,17 +49,19 @@ FALLBACK_COLORS = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#56B4
 VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp": "v", "yat_b_exp": "P",
                    "softmax_t": "X", "a3_heads": "*", "sigmoid": "p",
                    "softmax_sink": "h", "cog": "d", "ssmax": ">", "softpick": "<",
-                   "stickbreaking": "8", "selective": "H", "spherical_yat": (4, 1, 0), "slay": (7, 0, 0)}
-SPARE_MARKERS = ((6, 1, 0), (8, 1, 0))  # six- and eight-pointed stars: matplotlib's named filled markers are taken
+                   "stickbreaking": "8", "selective": "H", "spherical_yat": (4, 1, 0), "slay": (7, 0, 0),
+                   "fox": (6, 1, 0)}
+SPARE_MARKERS = ((8, 1, 0), (10, 1, 0))  # eight- and ten-pointed stars: matplotlib's named filled markers are taken
 MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
 
 
 # Colours of variants added after the schema's palette was set. The schema is read by the trainer (it resolves
 # every cell's config), so it is part of every training cell's code fingerprint: a default colour written there
 # would retrain every cell. Colours written here change figures only: Tol's muted teal, rose, olive, indigo,
-# green, purple, sand and cyan, distinct from the schema's.
+# green, purple, sand and cyan, and Tol's vibrant magenta, distinct from the schema's.
 LATER_COLORS = {"softmax_sink": "#44AA99", "cog": "#CC6677", "ssmax": "#999933", "softpick": "#332288",
-                "stickbreaking": "#117733", "selective": "#AA4499", "spherical_yat": "#DDCC77", "slay": "#88CCEE"}
+                "stickbreaking": "#117733", "selective": "#AA4499", "spherical_yat": "#DDCC77", "slay": "#88CCEE",
+                "fox": "#EE3377"}
 
 
 def default_style() -> dict:
