@@ -192,15 +192,21 @@ def context_frames(ratios: dict[str, dict[int, float]]) -> dict:
     return t
 
 
-def test_longer_windows_decide_the_stickbreaking_and_ssmax_rows():
+def test_longer_windows_decide_the_stickbreaking_ssmax_and_fox_rows():
     """Lower loss than softmax at 2x and 4x the block holds; a higher loss at one longer window contradicts;
     without a context_length table (learned positions) the rows say what they need."""
-    t = context_frames({"stickbreaking": {1: 1.01, 2: 0.95, 4: 0.85}, "ssmax": {1: 1.0, 2: 0.97, 4: 1.06}})
+    t = context_frames({"stickbreaking": {1: 1.01, 2: 0.95, 4: 0.85}, "ssmax": {1: 1.0, 2: 0.97, 4: 1.06},
+                        "fox": {1: 0.99, 2: 1.02, 4: 0.9}})
     stick = check(length_papers.stickbreaking_extrapolates, t)
     assert stick.verdict == HOLDS and "4× the block: stickbreaking / softmax" in stick.measured
     assert "without position embeddings" in stick.note
     ssmax = check(length_papers.ssmax_longer_contexts, t)
     assert ssmax.verdict == CONTRADICTED and ssmax.lean.startswith("ssmax is not better at 4× the block")
+    fox = check(length_papers.fox_extrapolates, t)  # better at 4x, worse at 2x: not at every longer window
+    assert fox.verdict == CONTRADICTED and fox.lean.startswith("fox is not better at 2× the block")
+    assert "whose text is not among this project's sources" in fox.quote  # its direction, no words quoted
+    better = check(length_papers.fox_extrapolates, context_frames({"fox": {1: 1.0, 2: 0.97, 4: 0.93}}))
+    assert better.verdict == HOLDS and "2× the block: fox / softmax" in better.measured
     plain = check(length_papers.ssmax_longer_contexts, frames(dict(LOSSES, ssmax=LOSSES["softmax"])))
     assert plain.verdict == "not testable at catalog" and "model.position: none" in plain.interval
 
@@ -253,7 +259,7 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert "Activation kurtosis, largest first: softmax 6.50, cog 4.50, softpick 3.50." in text
     assert "Softpick has no attention sinks, at no loss cost: holds" in text
     assert "Cog attention's signed weights train at least as well as softmax: holds" in text
-    assert "6 of the papers' 8 claims are not testable at this build" in text  # no activation telemetry, no slay
+    assert "7 of the papers' 9 claims are not testable at this build" in text  # no activation telemetry, slay, fox
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
 
 

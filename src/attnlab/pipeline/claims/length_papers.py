@@ -1,15 +1,16 @@
 """The catalog papers' claims about contexts longer than trained on: stick-breaking attention extrapolates
-better than softmax, Scalable-Softmax gives a lower loss there. Read from the context_length table (each contest
-cell evaluated on the whole validation split in windows of 2x and 4x its training block), paired by contest seed
-with softmax, held to the preconditions of attnlab.pipeline.claims.score_papers."""
+better than softmax, Scalable-Softmax and forgetting attention give a lower loss there. Read from the
+context_length table (each contest cell evaluated on the whole validation split in windows of 2x and 4x its
+training block), paired by contest seed with softmax, held to the preconditions of
+attnlab.pipeline.claims.score_papers."""
 
 from __future__ import annotations
 
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import (STICKBREAKING_PAPER, SSMAX_PAPER, Claim, at_protocol, judged, pct,
-                                            table_of, untestable)
+from attnlab.pipeline.claims.common import (FOX_PAPER, STICKBREAKING_PAPER, SSMAX_PAPER, Claim, at_protocol, judged,
+                                            pct, table_of, untestable)
 from attnlab.pipeline.claims.score_papers import lrs_note, missing
-from attnlab.pipeline.claims.words import title
+from attnlab.pipeline.claims.words import UNQUOTED, Words, title
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.estimate_text import describe
@@ -67,6 +68,12 @@ SSMAX_RULE = pp.Rule(
     title("Scalable-Softmax Is Superior for Attention"), "ssmax / softmax validation loss at each window longer "
     "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
     "the paper's lower loss at longer contexts than trained on", pp.TRAINED)
+FOX_RULE = pp.Rule(
+    Words(UNQUOTED, "the forgetting attention paper, whose text is not among this project's sources: the "
+                    "direction its abstract reports for length extrapolation, FoX ahead of the Transformer"),
+    "fox / softmax validation loss at each window longer than the training block (2x and 4x), paired by contest "
+    "seed", "every ratio below 1", "this project's reading of the direction the paper reports (FoX ahead of the "
+    "Transformer at length extrapolation): a lower loss than softmax at every longer window", pp.TRAINED)
 
 
 def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
@@ -84,4 +91,11 @@ def ssmax_longer_contexts(t, pub, protocol) -> Claim:
     return lower_loss_at_longer_contexts(t, claim, "ssmax", SSMAX_RULE, protocol)
 
 
-CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts)
+def fox_extrapolates(t, pub, protocol) -> Claim:
+    claim = Claim(FOX_PAPER, "forgetting attention gives a lower loss than softmax at contexts longer than trained "
+                  "on", FOX_RULE.text(), "–", "qualitative (Lin et al. 2025, arXiv:2503.02130)", "")
+    claim.quote = FOX_RULE.quote()
+    return lower_loss_at_longer_contexts(t, claim, "fox", FOX_RULE, protocol)
+
+
+CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts, fox_extrapolates)
