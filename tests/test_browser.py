@@ -24,8 +24,10 @@ built_writeup, which tests/test_pdf.py reads the printed writeup of too).
 from __future__ import annotations
 
 import base64
+import os
 import re
 import shutil
+import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -246,11 +248,18 @@ def chromium(width: int = SCREEN_WIDTH, height: int = 900):
     for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
                  f"--window-size={width},{height}"):
         options.add_argument(flag)
-    driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER))
+    # Chromium leaves its singleton folder (org.chromium.Chromium.*) in $TMPDIR: the driver and the browser get a
+    # temporary folder of their own, removed with everything in it (short: a socket's path must be)
+    scratch = tempfile.mkdtemp(prefix="attnlab-chromium-")
     try:
-        yield driver
+        driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER, env={**os.environ,
+                                                                                      "TMPDIR": scratch}))
+        try:
+            yield driver
+        finally:
+            driver.quit()
     finally:
-        driver.quit()
+        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def open_page(driver, path: Path) -> None:

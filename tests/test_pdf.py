@@ -27,6 +27,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -252,10 +253,21 @@ def test_the_page_rules_name_the_paper_the_title_and_the_page_numbers():
         pdf.page_style("a5", "t")
 
 
+@pytest.fixture
+def temporary(monkeypatch):
+    """A temporary folder of its own for this process and the browser it starts ($TMPDIR; short, as the path of
+    the browser's socket in it must be), removed after the test."""
+    folder = Path(tempfile.mkdtemp(prefix="attnlab-test-"))
+    monkeypatch.setenv("TMPDIR", str(folder))
+    monkeypatch.setattr(tempfile, "tempdir", str(folder))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 @needs_browser
 @needs_poppler
 @pytest.mark.parametrize("paper", sorted(pdf.PAPERS))
-def test_a_page_prints_at_the_paper_size_asked_for_with_its_title_and_number(tmp_path, paper):
+def test_a_page_prints_at_the_paper_size_asked_for_with_its_title_and_number(tmp_path, paper, temporary):
     page = tmp_path / "page.html"
     page.write_text(f"<html><head><title>{TITLE}</title></head><body>"
                     '<p>See <a href="https://example.org/post">the post</a>.</p></body></html>')
@@ -267,6 +279,7 @@ def test_a_page_prints_at_the_paper_size_asked_for_with_its_title_and_number(tmp
     assert sorted(p.name for p in out.parent.iterdir()) == ["page.pdf"]
     assert out.stat().st_mode & 0o777 == (page.stat().st_mode & 0o777), "as readable as the page it prints"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "page.html"], "the print copy is removed"
+    assert not list(temporary.iterdir()), "nothing of the print's or its browser's is left in the temporary folder"
 
 
 @pytest.mark.slow
