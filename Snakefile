@@ -46,10 +46,14 @@ rule all:
 
 # Without a browser, the build still makes the HTML writeup and ends with one line that says how to print it,
 # whether it ran jobs or had nothing to do (attnlab.pipeline.plan.ending).
+# A build whose seed-round decisions ask for a round it did not train (Snakemake schedules no new checkpoint output
+# that only a rerun checkpoint asks for) ends with exit status 1 and the line that says to build again: its
+# tables are not yet the decisions' (attnlab.pipeline.plan.round_rules.unfinished_rounds).
 onsuccess:
     PLAN.ending.succeeded()
     if PLAN.unfinished_rounds():
-        logger.warning(PLAN.unfinished_rounds())
+        logger.error(PLAN.unfinished_rounds())
+        raise SystemExit(1)
 
 
 onerror:
