@@ -51,8 +51,8 @@ rule all:
 # tables are not yet the decisions' (attnlab.pipeline.plan.round_rules.unfinished_rounds).
 onsuccess:
     PLAN.ending.succeeded()
-    if PLAN.unfinished_rounds():
-        logger.error(PLAN.unfinished_rounds())
+    if unfinished := PLAN.unfinished_rounds():  # reads the decisions on disk once
+        logger.error(unfinished)
         raise SystemExit(1)
 
 

@@ -250,16 +250,13 @@ def chromium(width: int = SCREEN_WIDTH, height: int = 900):
         options.add_argument(flag)
     # Chromium leaves its singleton folder (org.chromium.Chromium.*) in $TMPDIR: the driver and the browser get a
     # temporary folder of their own, removed with everything in it (short: a socket's path must be)
-    scratch = tempfile.mkdtemp(prefix="attnlab-chromium-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="attnlab-chromium-", ignore_cleanup_errors=True) as scratch:
         driver = webdriver.Chrome(options=options, service=Service(CHROMEDRIVER, env={**os.environ,
                                                                                       "TMPDIR": scratch}))
         try:
             yield driver
         finally:
             driver.quit()
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
 
 
 def open_page(driver, path: Path) -> None:

@@ -257,11 +257,10 @@ def test_the_page_rules_name_the_paper_the_title_and_the_page_numbers():
 def temporary(monkeypatch):
     """A temporary folder of its own for this process and the browser it starts ($TMPDIR; short, as the path of
     the browser's socket in it must be), removed after the test."""
-    folder = Path(tempfile.mkdtemp(prefix="attnlab-test-"))
-    monkeypatch.setenv("TMPDIR", str(folder))
-    monkeypatch.setattr(tempfile, "tempdir", str(folder))
-    yield folder
-    shutil.rmtree(folder, ignore_errors=True)
+    with tempfile.TemporaryDirectory(prefix="attnlab-test-", ignore_cleanup_errors=True) as folder:
+        monkeypatch.setenv("TMPDIR", folder)
+        monkeypatch.setattr(tempfile, "tempdir", folder)
+        yield Path(folder)
 
 
 @needs_browser

@@ -236,7 +236,7 @@ def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, c
     assert last.outcome == "budget spent"  # at these numbers: what the raised budget below continues
     added = int(last["round"]) + 1
     a_raised_budget_trains_the_round_it_asks_for(ws, cfg, targets, added, corpus_path)
-    shutil.rmtree(ws / "results" / "runs" / "a3" / "lr0.003" / "seed4")  # the seed of the round the budget added
+    shutil.rmtree(ws / "results" / "runs" / "a3" / "lr0.003" / f"seed{int(last.n_seeds)}")  # the added round's
     planned = snakemake(ws, "--cores", "2", "--configfile", "config/raised.yaml", "-n", corpus=corpus_path)
     assert planned.returncode == 0 and f"train_pack_a3_runs_0_round{added}" in planned.stdout
     assert "train_pack_softmax_t_runs_0_round" not in planned.stdout  # a cell no round trained is not missing
@@ -246,15 +246,16 @@ def a_raised_budget_trains_the_round_it_asks_for(ws, cfg, targets, next_round: i
     """One more seed of budget: the seed_round decisions run again, the last asks for one more round, and the
     same build trains it and remakes the tables from it, ending well with nothing left to build."""
     cfg = copy.deepcopy(cfg)
-    cfg["contest"]["rounds"]["max_seeds"] = 5
+    cfg["contest"]["rounds"]["max_seeds"] += 1
+    budget = cfg["contest"]["rounds"]["max_seeds"]  # its last seed is the next integer: seed budget - 1
     (ws / "config" / "raised.yaml").write_text(yaml.safe_dump(cfg))
     raised = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/raised.yaml", corpus=corpus_path)
     said = raised.stdout + raised.stderr
     assert raised.returncode == 0 and "run the build again" not in said, said[-3000:]
     assert (ws / "results" / "rounds" / f"round{next_round}.json").is_file()
     table = pd.read_csv(ws / "results" / "tables" / "seed_rounds.csv")
-    assert int(table[table.comparison == "softmax − a3"].n_seeds.max()) == 5
-    assert (ws / "results" / "runs" / "a3" / "lr0.003" / "seed4").is_dir()
+    assert int(table[table.comparison == "softmax − a3"].n_seeds.max()) == budget
+    assert (ws / "results" / "runs" / "a3" / "lr0.003" / f"seed{budget - 1}").is_dir()
     again = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/raised.yaml", "-n", corpus=corpus_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
