@@ -27,7 +27,8 @@
 # Set-up (hidden in the HTML). Run from the workspace that holds results/ (or set ATTNLAB_RESULTS).
 from IPython.display import HTML, Markdown, display
 
-from attnlab.pipeline.report import a3, abstract, build, contest, ladder, ledger, methods, page, telemetry
+from attnlab.pipeline.report import (a3, abstract, build, catalog, contest, ladder, ledger, methods, page,
+                                     telemetry)
 from attnlab.pipeline.report.style import PAGE_STYLE
 from attnlab.pipeline.tables.display import details, shown
 
@@ -248,7 +249,29 @@ if "composability" in SHOWN:
                "composability")
 
 # %% [markdown]
-# ## 11. Sinks, signed weights and outliers
+# ## 11. The catalog: published score functions beside softmax
+# Every catalogued score function the build trains, each at its own
+# contest LR, against softmax of the same seed, read as one family: with
+# several functions, some interval read alone would exclude 0 by chance
+# even where none differs from softmax. Holm's step-down over the
+# two-sided paired t-tests holds the chance of calling any equal function
+# different to 5%; the family-wise intervals cover all functions together
+# at 95%. The first row, softmax against itself on two halves of its
+# seeds, is the null reference: it should hold 0.
+
+# %%
+if "catalog" in SHOWN:
+    show_table(shown("catalog", tables["catalog"]),
+               "The catalog against softmax, paired by contest seed: the difference in best validation loss with "
+               "its interval read alone and the family-wise one, Holm's adjusted p and the family's finding.",
+               "catalog")
+    show_figure("catalog_forest")
+    say(catalog.catalog_results(tables["catalog"]))
+else:
+    say("This build trains no catalogued score function: config/catalog.yaml trains them beside softmax.")
+
+# %% [markdown]
+# ### Sinks, signed weights and outliers
 # What the papers behind the catalog's score functions claim about trained
 # attention, measured on every variant's contest cells on the held-out
 # telemetry batches: the *sink rate* (the share of layer × head pairs whose

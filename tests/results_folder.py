@@ -19,7 +19,9 @@ from PIL import Image
 
 from attnlab.core.constants import A3_INIT_INVERSE_TEMPERATURE
 from attnlab.pipeline.ground import contract, statistics, verdicts
-from attnlab.pipeline.ground import figure_catalog as catalog
+from attnlab.pipeline.ground import figure_catalog
+from attnlab.pipeline.ground.contest_grid import ContestGrid
+from attnlab.pipeline.tables import catalog
 
 from conftest import REPO
 
@@ -166,8 +168,21 @@ def tables(protocol: str) -> dict[str, pd.DataFrame]:
         "a3_init": pd.DataFrame({"seed": SEEDS, "max_diff_vs_softmax": [0.03] * 3,
                                  "max_diff_vs_tempered_softmax": [3e-4] * 3, "max_row_sum_error": [4e-4] * 3}),
         "a3_vs_softmax_entropy": per_layer,
+        "catalog": catalog_table(),
     }
     return {name: found[name][contract.columns(name)] if name != "runs" else found[name] for name in found}
+
+
+def catalog_table() -> pd.DataFrame:
+    """The collect step's catalog table over two catalogued variants beside softmax, four seeds each (cog clearly
+    below softmax, softpick level with it)."""
+    base = {0: 2.00, 1: 2.02, 2: 1.99, 3: 2.04}
+    losses = {"softmax": base, "cog": {s: x - 0.05 + 0.003 * (s % 2) for s, x in base.items()},
+              "softpick": {s: x + 0.004 * (-1) ** s for s, x in base.items()}}
+    runs = pd.DataFrame([{"variant": v, "lr": 3e-3, "seed": s, "best_val_loss": x, "diverged": False}
+                         for v, values in losses.items() for s, x in values.items()])
+    grid = ContestGrid(variants=tuple(losses), contest_lr={v: 3e-3 for v in losses}, contest_seeds=tuple(base))
+    return catalog.catalog_table(runs, grid)
 
 
 LADDER_RUNGS = (31_745, 94_289, 327_105)  # softmax's parameters at each rung of the synthetic scale ladder
@@ -228,7 +243,7 @@ def write(root: Path, protocol: str = "paper") -> Path:
     claims.ledger(made).to_csv(folder / "ledger.csv", index=False)
     figures = root / "results" / "figures"
     figures.mkdir()
-    for figure in catalog.FIGURES:
+    for figure in figure_catalog.FIGURES:
         for name in figure.outputs:
             Image.new("RGB", (40, 30), (200, 60, 60)).save(figures / name)
     for name in ("workflow", "config"):

@@ -37,7 +37,7 @@ DEFINED_IN_CORE = {"core/constants.py": {"A3_INIT_INVERSE_TEMPERATURE", "sigma(3
                    "core/telemetry_stats.py": {"SHARP_BELOW", "DIFFUSE_ABOVE"},
                    "core/variants.py": {"BASELINE", "the baseline variant"}}
 MIN_NAME_LIST = 5  # a literal list of this many table names is a second table list (a figure's inputs are fewer)
-VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads")
+VARIANTS = ("softmax", "yat", "yat_b", "a3", "yat_exp", "yat_b_exp", "softmax_t", "a3_heads", "softpick")
 KERNELS = ("yat", "yat_b", "yat_exp", "yat_b_exp")
 GATED = ("a3", "a3_heads")
 
@@ -202,7 +202,8 @@ def synthetic_bundle(root: Path, variant: str, lr: float, seed: int) -> Path:
 
 @pytest.fixture(scope="module")
 def collected(tmp_path_factory) -> Path:
-    """Every collected table of a grid of all eight variants, two sweep LRs and two contest seeds."""
+    """Every collected table of a grid of the posts' eight variants and one catalogued (softpick), two sweep LRs
+    and two contest seeds."""
     cfg = load_config(REPO / "config" / "smoke.yaml")
     cfg.update(variants=list(VARIANTS), sweep={"lrs": [3e-3, 1e-2], "seed": 0},
                contest={"lr": {v: 3e-3 for v in VARIANTS}, "seeds": [0, 1]})

@@ -29,7 +29,7 @@ from attnlab.pipeline.report.style import print_scale
 from attnlab.pipeline.figures.window import char_label, character_step, set_position_ticks, window_line
 from attnlab.training.files.bundle_writer import write_bundle
 from conftest import REPO
-from results_folder import ladder_tables
+from results_folder import catalog_table, ladder_tables
 
 # The variants the project names; every figure tells them apart by marker as well as by colour.
 NAMED_VARIANTS = tuple(v for v in VARIANTS if v not in EXTERNAL)  # the registry's own, not an installed plugin
@@ -402,6 +402,7 @@ def tiny_tables(tmp_path_factory):
         table.to_csv(tables / f"{name}.csv", index=False)
     for name, table in ladder_tables("smoke").items():  # what the scale ladder's figures read
         table.to_csv(tables / f"{name}.csv", index=False)
+    catalog_table().to_csv(tables / "catalog.csv", index=False)  # the catalog forest's
     return root
 
 

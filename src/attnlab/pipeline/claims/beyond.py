@@ -77,8 +77,7 @@ def softmax_against_itself(t, pub, protocol) -> Claim:
     if half < 2:
         return untestable(claim, protocol, f"an A/A split needs at least 4 softmax contest seeds, this build has "
                                            f"{len(seeds)}")
-    first = {k: losses[seed] for k, seed in enumerate(seeds[:half])}
-    second = {k: losses[seed] for k, seed in enumerate(seeds[half:2 * half])}
+    first, second = statistics.halves(losses)
     with intervals.halved():  # pairs of seeds: the look softmax's seeds reached
         estimate = statistics.paired(first, second)
     claim.measured = f"first half − second half {describe(estimate, wins=False)}"

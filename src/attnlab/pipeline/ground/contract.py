@@ -133,6 +133,19 @@ _TABLES = (
     # the trained block itself), and its ratio to the loss at the trained block (vs_trained, 1 + the change).
     Table("context_length", "collect", "one contest cell and window length",
           ("variant", "lr", "seed", "multiple", "context_length", "val_loss", "vs_trained")),
+    # The catalog view (attnlab.pipeline.tables.catalog): first the A/A reference (softmax's contest seeds in two
+    # halves, variant "softmax (A/A)", seeds "<first half> against <second half>"), then each catalogued variant of
+    # the build (published.yaml's catalog; source: its paper) at its contest LR, paired by contest seed with the
+    # baseline over the seeds neither diverged on (n_diverged counts the variant's diverged cells): the paired
+    # difference with the contest's interval (`interval`: CI, or a design's RCI or CS where seeds were added under
+    # one; empty with interval_note saying why there is none), the two-sided paired t-test p_value, Holm's
+    # adjusted p_holm over the catalogued variants with a t-interval, the finding at the family-wise 5% level, and
+    # the Bonferroni interval at family_confidence = 1 - 0.05/m (NaN where no variant has a t-interval, under a
+    # design, and for the A/A row, which is not one of the family).
+    Table("catalog", "collect", "the A/A reference, then one catalogued variant at its contest LR",
+          ("variant", "source", "lr", "lr_choice", "lr_edge", "n_diverged", "n_paired", "seeds", "delta_vs_softmax",
+           "delta_ci_low", "delta_ci_high", "interval", "interval_note", "wins", "gap_vs_softmax", "family_ci_low",
+           "family_ci_high", "family_confidence", "p_value", "p_holm", "finding")),
     Table("scalars", "collect", "one learned scalar of one contest cell, layer and head",
           ("variant", "seed", "layer", "head", "scalar", "value")),
     Table("a3_gates", "collect", "one contest cell (a3, a3_heads, the baseline), layer and head",

@@ -96,6 +96,8 @@ FIGURES = (
            "Drawing the kernel mass against next-token correctness (ROC and distributions)"),
     Figure("paired_differences", ("runs", "contest", "best_lr"),
            "Drawing each variant's paired difference from softmax with its interval"),
+    Figure("catalog_forest", ("catalog", "contest"),
+           "Drawing the catalog's score functions against softmax as one family, with the A/A reference"),
     Figure("ladder_gap", ("ladder", "ladder_seeds"),
            "Drawing the scale ladder's paired difference from softmax against parameter count", study="ladder"),
     Figure("ladder_telemetry", ("ladder", "ladder_seeds"),

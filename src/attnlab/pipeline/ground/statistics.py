@@ -127,6 +127,27 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
                     kind=interval_kind())
 
 
+def at_confidence(estimate: Estimate, confidence: float) -> tuple[float, float]:
+    """The fixed-seed t-interval of an estimate's mean at another confidence (a family's Bonferroni level), on the
+    reported scale; NaN where the estimate has no t-interval over seeds (one seed, zero spread, a design's)."""
+    if (estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread)
+            or estimate.spread == 0):
+        return math.nan, math.nan
+    low, high = stats.t.interval(confidence, estimate.n - 1, loc=estimate.center,
+                                 scale=estimate.spread / math.sqrt(estimate.n))
+    back = math.exp if estimate.ratio else float
+    return back(float(low)), back(float(high))
+
+
+def halves(values: Mapping) -> tuple[dict, dict]:
+    """One variant's seed -> value split in two halves in seed order, the k-th seed of each half a pair keyed k
+    (an odd last seed left out): the two arms of an A/A check, whose true difference is 0."""
+    seeds = sorted(values)
+    half = len(seeds) // 2
+    return ({k: values[s] for k, s in enumerate(seeds[:half])},
+            {k: values[s] for k, s in enumerate(seeds[half:2 * half])})
+
+
 def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False) -> Estimate:
     """One seed's value with an interval from a stated noise scale: value ± t · σ, where σ is the seed-to-seed
     standard deviation of `noise` (the same variant's values over seeds, on the same working scale) and t has

@@ -148,6 +148,28 @@ def holm(p_values: Mapping, alpha: float = 1 - CONFIDENCE) -> set:
     return rejected
 
 
+def holm_adjusted(p_values: Mapping) -> dict:
+    """Holm's adjusted p-values over a family (key -> p): the k-th smallest p times (m − k + 1), made monotone
+    and capped at 1; a key's null is rejected at level α exactly when its adjusted p is at most α (`holm`'s set).
+    NaN p-values stay NaN and are not counted in m."""
+    ordered = sorted(((p, key) for key, p in p_values.items() if math.isfinite(p)), key=lambda pair: pair[0])
+    adjusted, running = {key: math.nan for key in p_values}, 0.0
+    for rank, (p, key) in enumerate(ordered):
+        running = max(running, min(1.0, (len(ordered) - rank) * p))
+        adjusted[key] = running
+    return adjusted
+
+
+def p_two_sided(estimate: Estimate, value: float = 0.0) -> float:
+    """The two-sided t-test p-value that the mean differs from `value`, on the estimate's working scale; NaN
+    where the interval is not a t-interval over seeds (one seed, zero spread, a design's)."""
+    if (estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread)
+            or estimate.spread == 0):
+        return math.nan
+    t = (estimate.center - estimate.working(value)) / (estimate.spread / math.sqrt(estimate.n))
+    return float(2 * stats.t.sf(abs(t), estimate.n - 1))
+
+
 def p_least(*ps: float) -> float:
     """The smallest p-value, NaN ones left out (NaN if all are)."""
     finite = [p for p in ps if math.isfinite(p)]

@@ -17,6 +17,7 @@ from attnlab.core.io import atomic_write_text
 from attnlab.pipeline.ground import contract, intervals
 from attnlab.pipeline.ground.design import Design
 from attnlab.pipeline.tables.arms import a3_vs_temperature_table, normswap_table, params_table
+from attnlab.pipeline.tables.catalog import catalog_table
 from attnlab.pipeline.tables.checks import check_expected, check_in_grid
 from attnlab.pipeline.tables.contest import best_lr_table, contest_table
 from attnlab.pipeline.tables.display import display, write_table
@@ -70,7 +71,7 @@ def build_tables(runs: pd.DataFrame, bundles: list[dict], grid: ContestGrid | di
         built = {"runs": runs, "contest": contest, "lr_sweep": sweep_table(runs, grid),
                  "best_lr": best_lr_over_sweep_seeds(runs, grid, contest), "params": params_table(runs, grid),
                  "normswap": normswap_table(runs, grid), "a3_vs_temperature": a3_vs_temperature_table(runs, grid),
-                 **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
+                 "catalog": catalog_table(runs, grid), **telemetry_tables(runs, grid, {b["path"]: b for b in bundles})}
     for name, table in built.items():
         conforms(name, table)
     return {name: built[name] for name in contract.COLLECTED}

@@ -23,6 +23,7 @@ from attnlab.pipeline.ground.formatting import MISSING, difference, fixed, lr_te
 from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.tables import display_telemetry as telemetry
 from attnlab.pipeline.tables.arms import share
+from attnlab.pipeline.tables.catalog import catalog_display
 
 LEVEL = f"{intervals.CONFIDENCE:.0%}"
 SEED_MEAN_LABEL = telemetry.SEED_MEAN_LABEL
@@ -265,7 +266,8 @@ def _basis(row) -> str:
 # folds under a table whose display summarises its seeds.
 DISPLAYS = {"contest": contest_display, "lr_sweep": sweep_display, "best_lr": best_lr_display,
             "params": params_display, "normswap": normswap_display, "a3_vs_temperature": a3_vs_temperature_display,
-            "composability": composability_display, "ledger": ledger_display, **telemetry.DISPLAYS}
+            "composability": composability_display, "ledger": ledger_display, "catalog": catalog_display,
+            **telemetry.DISPLAYS}
 DETAILS = {"normswap": normswap_cells, **telemetry.DETAILS}
 
 
