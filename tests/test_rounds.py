@@ -240,6 +240,7 @@ def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, c
     planned = snakemake(ws, "--cores", "2", "--configfile", "config/raised.yaml", "-n", corpus=corpus_path)
     assert planned.returncode == 0 and f"train_pack_a3_runs_0_round{added}" in planned.stdout
     assert "train_pack_softmax_t_runs_0_round" not in planned.stdout  # a cell no round trained is not missing
+    a_lowered_budget_reads_only_its_seeds(ws, targets, int(last.n_seeds), corpus_path)
 
 
 def a_raised_budget_trains_the_round_it_asks_for(ws, cfg, targets, next_round: int, corpus_path) -> None:
@@ -257,6 +258,23 @@ def a_raised_budget_trains_the_round_it_asks_for(ws, cfg, targets, next_round: i
     assert int(table[table.comparison == "softmax − a3"].n_seeds.max()) == budget
     assert (ws / "results" / "runs" / "a3" / "lr0.003" / f"seed{budget - 1}").is_dir()
     again = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/raised.yaml", "-n", corpus=corpus_path)
+    assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
+
+
+def a_lowered_budget_reads_only_its_seeds(ws, targets, budget: int, corpus_path) -> None:
+    """Back to the first budget after a raised one trained a seed more: the decisions run again and end where
+    this budget is spent, nothing trains, and every table reads this budget's seeds alone (softmax's cell of
+    the later seed stays on disk, unread)."""
+    assert (ws / "results" / "runs" / "softmax" / "lr0.003" / f"seed{budget}").is_dir()
+    lowered = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/rounds.yaml", corpus=corpus_path)
+    said = lowered.stdout + lowered.stderr
+    assert lowered.returncode == 0 and "train_pack" not in said, said[-3000:]
+    table = pd.read_csv(ws / "results" / "tables" / "seed_rounds.csv")
+    last = table[table.comparison == "softmax − a3"].iloc[-1]
+    assert int(last.n_seeds) == budget and last.outcome == "budget spent"
+    contest = pd.read_csv(ws / "results" / "tables" / "contest.csv").set_index("variant")
+    assert int(contest.loc["softmax", "n_seeds"]) == int(contest.loc["a3", "n_seeds"]) == budget
+    again = snakemake(ws, *targets, "--cores", "2", "--configfile", "config/rounds.yaml", "-n", corpus=corpus_path)
     assert again.returncode == 0 and "Nothing to be done" in again.stdout + again.stderr
 
 
