@@ -11,7 +11,6 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from processes import run, trainer_args
 
 LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
 # key blocks below the window, dividing it or not, and one wider than the window (the dense case)
@@ -60,12 +59,15 @@ def assert_close(actual, desired, tol=1e-4):
 
 
 def train_smoke_cell(tiny_cfg, corpus_path, tmp_path, variant: str) -> dict:
-    """A 20-step smoke-sized cell of `variant` through the trainer's command line; its bundle.json, checked
+    """A 20-step smoke-sized cell of `variant` trained by the rules' trainer in this process (a pack of one:
+    the command line's start-up is other tests' subject, and costs more than the cell); its bundle.json, checked
     to have trained without diverging to a loss below the uniform one."""
+    from attnlab.core.cell_key import CellKey
+    from pack_of_one import train_alone
+
     cfg = {**tiny_cfg, "train": {**tiny_cfg["train"], "steps": 20, "eval_every": 10}}
     out = tmp_path / variant / "lr0.003" / "seed0"
-    result = run(trainer_args(cfg, out, corpus_path, variant, "0.003", 0))
-    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    train_alone(cfg, CellKey.of(variant, 3e-3, 0), corpus_path, out)
     bundle = json.loads((out / "bundle.json").read_text())
     assert bundle["variant"] == variant and bundle["steps_done"] == 20 and not bundle["diverged"]
     assert np.isfinite(bundle["final_val_loss"]) and bundle["final_val_loss"] < math.log(65)
