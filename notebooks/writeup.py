@@ -255,8 +255,8 @@ if "composability" in SHOWN:
 # several functions, some interval read alone would exclude 0 by chance
 # even where none differs from softmax. Holm's step-down over the
 # two-sided paired t-tests holds the chance of calling any equal function
-# different to 5%; the family-wise intervals cover all functions together
-# at 95%. The first row, softmax against itself on two halves of its
+# different to at most 5%; the family-wise intervals cover all functions
+# together at 95% or more. The first row, softmax against itself on two halves of its
 # seeds, is the null reference: it should hold 0.
 
 # %%

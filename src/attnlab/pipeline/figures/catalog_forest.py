@@ -74,7 +74,7 @@ def draw(data: dict, style: dict):
         name = f"{BASELINE} vs itself\n(A/A, seed halves)" if reference else row.variant
         labels.append((y, f"{name}\nLR {format_lr(float(row.lr))}" if not reference else name))
         note = row.finding if reference else (f"Holm p {row.p_holm:.3g}" if np.isfinite(row.p_holm) else row.finding)
-        ax.annotate(note, (1.0, y), xycoords=("axes fraction", "data"), xytext=(4, 0), textcoords="offset points",
+        ax.annotate(note, (1.0, y), xycoords=("axes fraction", "data"), xytext=(9, 0), textcoords="offset points",
                     va="center", fontsize=7, color="0.25")
     ax.axhline(0.5, color="0.7", lw=0.8)
     ax.set_xlim(left, right)
