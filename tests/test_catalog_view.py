@@ -12,6 +12,7 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from scipy import stats
 
 from attnlab.core import variants
 from attnlab.pipeline.ground import contract, statistics, verdicts
@@ -19,6 +20,8 @@ from attnlab.pipeline.ground.contest_grid import ContestGrid
 from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.tables import catalog
 from attnlab.pipeline.tables.display import shown
+
+import score_catalog
 
 SEEDS = (0, 1, 2, 3, 4)
 LR = 3e-3
@@ -40,7 +43,7 @@ BASE = [2.00, 2.02, 1.99, 2.04, 2.03]
 def test_every_catalogued_variant_is_a_variant_with_its_source_cited():
     entries = published()["catalog"]
     assert set(entries) <= set(variants.VARIANTS)
-    assert {"softmax", "yat", "yat_b", "a3"}.isdisjoint(entries)  # the posts' own are not the catalog
+    assert set(entries) == {ref.variant for ref in score_catalog.CATALOG}  # every published function, none else
     for name, entry in entries.items():
         assert ("source" in entry) != ("cite" in entry), name
         if "source" in entry:
@@ -68,6 +71,11 @@ def test_the_table_pairs_each_catalogued_variant_with_softmax_and_opens_with_the
     assert aa.n_paired == 2 and aa.delta_vs_softmax == pytest.approx(((2.00 - 1.99) + (2.02 - 2.04)) / 2)
     assert math.isnan(aa.p_holm) and aa.finding == catalog.AA_HOLDS
     assert rows.loc["cog", "p_holm"] == pytest.approx(min(1, 2 * min(rows.p_value.drop(catalog.AA))))
+    for variant in ("cog", "softpick"):  # scipy's paired t-test, and its t-interval at 1 - 0.05/2 on 4 df
+        differences = np.subtract(losses[variant], BASE)
+        assert rows.loc[variant, "p_value"] == pytest.approx(stats.ttest_rel(losses[variant], BASE).pvalue)
+        family = stats.t.interval(0.975, 4, loc=differences.mean(), scale=stats.sem(differences))
+        assert (rows.loc[variant, "family_ci_low"], rows.loc[variant, "family_ci_high"]) == pytest.approx(family)
 
 
 def test_a_build_without_catalogued_variants_has_an_empty_catalog_table():
@@ -87,13 +95,24 @@ def test_the_collect_step_writes_the_catalog_table_and_its_display_reads_it():
     assert text.loc[1, "finding"] == catalog.LOWER
 
 
+def step_down(p: dict, alpha: float = 0.05) -> set:
+    """Holm's procedure as its paper states it, for the test: reject in order of p while p_(k) <= alpha/(m-k+1)."""
+    ordered = sorted((x, k) for k, x in p.items() if math.isfinite(x))
+    rejected = set()
+    for rank, (x, key) in enumerate(ordered):
+        if x > alpha / (len(ordered) - rank):
+            break
+        rejected.add(key)
+    return rejected
+
+
 def test_holms_adjusted_p_rejects_exactly_what_the_step_down_rejects():
     rng = np.random.default_rng(0)
     for _ in range(200):
         p = {k: float(x) for k, x in enumerate(rng.uniform(0, 0.4, size=rng.integers(1, 9)))}
         p[len(p)] = math.nan  # a comparison without a p-value: not counted in m, its adjusted p NaN
         adjusted = verdicts.holm_adjusted(p)
-        assert {k for k, a in adjusted.items() if a <= 0.05} == verdicts.holm(p)
+        assert {k for k, a in adjusted.items() if a <= 0.05} == verdicts.holm(p) == step_down(p)
         assert math.isnan(adjusted[len(p) - 1])
         finite = {k: a for k, a in adjusted.items() if math.isfinite(a)}
         assert all(p[k] <= a <= 1 for k, a in finite.items())

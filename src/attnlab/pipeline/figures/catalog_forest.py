@@ -2,11 +2,12 @@
 
 One row per function (the catalog table): its mean paired difference from
 softmax over the contest seeds, the thin bar its 95% interval read alone, the
-thick bar the family-wise interval (all of them cover together at 95%). The
+thick bar the family-wise interval (all of them cover together at 95% or more). The
 marker is filled where Holm's step-down over the family finds a difference,
-hollow where it does not. The grey top row is softmax against itself on two
-halves of its seeds: the width a zero difference reads at, the null reference
-(clipped to the functions' range, with an arrow where it runs past).
+hollow where it does not. The grey top row is softmax's A/A split: softmax
+against itself on two halves of its seeds, a zero difference read over half as
+many pairs, the null reference (clipped to the functions' range, with an arrow
+where it runs past).
 Left of zero beats softmax.
 """
 

@@ -67,6 +67,11 @@ class Estimate:
         return (self.n >= 2 or bool(self.noise)) and math.isfinite(self.low) and math.isfinite(self.high)
 
     @property
+    def fixed_seed(self) -> bool:
+        """A t-interval over two or more seeds: not one seed read against a noise scale, not a design's."""
+        return self.n >= 2 and not self.sequential and not self.noise and math.isfinite(self.spread)
+
+    @property
     def reason(self) -> str:
         """Why there is no interval ('' when there is one)."""
         if self.has_interval:
@@ -130,8 +135,7 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
 def at_confidence(estimate: Estimate, confidence: float) -> tuple[float, float]:
     """The fixed-seed t-interval of an estimate's mean at another confidence (a family's Bonferroni level), on the
     reported scale; NaN where the estimate has no t-interval over seeds (one seed, zero spread, a design's)."""
-    if (estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread)
-            or estimate.spread == 0):
+    if not estimate.fixed_seed or estimate.spread == 0:
         return math.nan, math.nan
     low, high = stats.t.interval(confidence, estimate.n - 1, loc=estimate.center,
                                  scale=estimate.spread / math.sqrt(estimate.n))

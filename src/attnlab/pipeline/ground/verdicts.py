@@ -138,14 +138,9 @@ def every(*verdicts: Verdict) -> Verdict:
 
 def holm(p_values: Mapping, alpha: float = 1 - CONFIDENCE) -> set:
     """Holm's step-down over a family of p-values (key -> p): the keys whose null it rejects. The smallest p is
-    held to alpha / m, the next to alpha / (m − 1), ...; the first that fails stops the rest."""
-    ordered = sorted(((p, key) for key, p in p_values.items() if math.isfinite(p)), key=lambda pair: pair[0])
-    rejected = set()
-    for rank, (p, key) in enumerate(ordered):
-        if p > alpha / (len(ordered) - rank):
-            break
-        rejected.add(key)
-    return rejected
+    held to alpha / m, the next to alpha / (m − 1), ...; the first that fails stops the rest (the keys whose
+    adjusted p-value is at most alpha)."""
+    return {key for key, p in holm_adjusted(p_values).items() if math.isfinite(p) and p <= alpha}
 
 
 def holm_adjusted(p_values: Mapping) -> dict:
@@ -163,8 +158,7 @@ def holm_adjusted(p_values: Mapping) -> dict:
 def p_two_sided(estimate: Estimate, value: float = 0.0) -> float:
     """The two-sided t-test p-value that the mean differs from `value`, on the estimate's working scale; NaN
     where the interval is not a t-interval over seeds (one seed, zero spread, a design's)."""
-    if (estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread)
-            or estimate.spread == 0):
+    if not estimate.fixed_seed or estimate.spread == 0:
         return math.nan
     t = (estimate.center - estimate.working(value)) / (estimate.spread / math.sqrt(estimate.n))
     return float(2 * stats.t.sf(abs(t), estimate.n - 1))
@@ -184,7 +178,7 @@ def p_most(*ps: float) -> float:
 def p_beyond(estimate: Estimate, threshold: float, above: bool) -> float:
     """The one-sided t-test p-value that the mean lies above (or below) `threshold`, on the estimate's working
     scale; NaN where the interval is not a t-interval over seeds (one seed, a confidence sequence)."""
-    if estimate.n < 2 or estimate.sequential or estimate.noise or not math.isfinite(estimate.spread):
+    if not estimate.fixed_seed:
         return math.nan
     bar = math.log(threshold) if estimate.ratio else threshold
     if estimate.spread == 0:

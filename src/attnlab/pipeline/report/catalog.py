@@ -49,6 +49,7 @@ def catalog_results(table: pd.DataFrame) -> str:
             parts.append(f"The A/A reference has no interval here ({finding}).")
         width = float(reference.delta_ci_high.iloc[0] - reference.delta_ci_low.iloc[0])
         if np.isfinite(width):
-            pairs = plural(int(reference.n_paired.iloc[0]), "pair")
-            parts.append(f" Its interval, over {pairs} of seeds, is {width:.4f} nats wide.")
+            n = int(reference.n_paired.iloc[0])
+            weak = "; with so few pairs it is a weak check, which only a gross fault would fail" if n < 4 else ""
+            parts.append(f" Its interval, over {plural(n, 'pair')} of seeds, is {width:.4f} nats wide{weak}.")
     return "".join(parts)

@@ -15,9 +15,9 @@ would often look different by chance. The family is therefore read twice:
 
 The first row is the A/A reference: softmax's contest seeds split in two halves
 in seed order, a difference that is 0 by construction, read through the same
-per-comparison interval (over pairs of seeds: wider than a comparison over
-every seed); it is not one of the family, so it has no Holm p or family-wise
-interval. Where
+per-comparison interval over half as many pairs (so much wider, and a weak
+check where the pairs are few); it is not one of the family, so it has no Holm
+p or family-wise interval. Where
 seeds were added under a design (`contest.rounds`), the per-comparison interval
 is the design's and no p-value or family-wise interval is computed from it: the
 design's error rate is per comparison, and a Bonferroni split of it is not what
@@ -34,12 +34,12 @@ from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.ground import contract, intervals, statistics, verdicts
 from attnlab.pipeline.ground.contest_grid import ContestGrid
 from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground.design import ALPHA
 from attnlab.pipeline.ground.formatting import MISSING, difference, finite, interval, lr_text, percent, signed
 from attnlab.pipeline.ground.published import published
 from attnlab.pipeline.tables.contest import contest_cells, losses_by_seed, trained
 from attnlab.pipeline.tables.sweep import grid_edge
 
-ALPHA = 1 - intervals.CONFIDENCE
 AA = f"{BASELINE} (A/A)"  # the reference row's name in the variant column
 LOWER, HIGHER, UNRESOLVED = "lower loss", "higher loss", "no difference resolved"
 AA_HOLDS, AA_FAILS = "reference: holds 0", "reference: excludes 0 (a false positive)"
@@ -91,7 +91,8 @@ def catalog_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     grid = ContestGrid.of(grid)
     columns = contract.columns("catalog")
     sources = catalogued()
-    base = losses_by_seed(trained(contest_cells(runs, grid, BASELINE)))
+    base_cells = contest_cells(runs, grid, BASELINE)
+    base = losses_by_seed(trained(base_cells))
     estimates, rows = {}, {}
     for variant in (v for v in grid.variants if v in sources):
         cells = contest_cells(runs, grid, variant)
@@ -103,7 +104,7 @@ def catalog_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
         estimates[variant] = estimate
         rows[variant] = {"variant": variant, "source": sources[variant], "lr": format_lr(lr),
                          "lr_choice": grid.lr_choice(variant), "lr_edge": grid_edge(grid, variant, lr),
-                         "n_diverged": int(cells.diverged.fillna(False).astype(bool).sum()),
+                         "n_diverged": diverged(cells),
                          **_paired(estimate, losses, base)}
     if not rows:
         return pd.DataFrame(columns=columns)
@@ -115,13 +116,17 @@ def catalog_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     lr = grid.contest_lr.get(BASELINE)
     aa = {"variant": AA, "source": "this project's control", "lr": format_lr(lr) if lr is not None else "",
           "lr_choice": grid.lr_choice(BASELINE), "lr_edge": grid_edge(grid, BASELINE, lr) if lr is not None else "",
-          "n_diverged": 0, **_paired(reference, first, second),
+          "n_diverged": diverged(base_cells), **_paired(reference, first, second),
           "seeds": (f"{' '.join(map(str, halves[:len(halves) // 2]))} against "
                     f"{' '.join(map(str, halves[len(halves) // 2:]))}") if halves else "",
           "family_ci_low": math.nan, "family_ci_high": math.nan, "family_confidence": math.nan,
           "p_value": verdicts.p_two_sided(reference), "p_holm": math.nan, "finding": _reference_finding(reference)}
     out = [aa] + [{**rows[v], **family.loc[v].to_dict()} for v in rows]
     return pd.DataFrame(out, columns=columns)
+
+
+def diverged(cells: pd.DataFrame) -> int:
+    return int(cells.diverged.fillna(False).astype(bool).sum()) if "diverged" in cells else 0
 
 
 def _paired(estimate: statistics.Estimate, first: dict, second: dict) -> dict:
