@@ -73,15 +73,15 @@ def softmax_against_itself(t, pub, protocol) -> Claim:
                   AA_RULE.text(), "–", "not in the posts", "", quote=AA_RULE.quote())
     losses = contest_losses(t, "softmax")
     seeds = sorted(losses)
-    half = len(seeds) // 2
-    if half < 2:
+    first_seeds, second_seeds = statistics.seed_halves(seeds)
+    if len(first_seeds) < 2:
         return untestable(claim, protocol, f"an A/A split needs at least 4 softmax contest seeds, this build has "
                                            f"{len(seeds)}")
     first, second = statistics.halves(losses)
     with intervals.halved():  # pairs of seeds: the look softmax's seeds reached
         estimate = statistics.paired(first, second)
     claim.measured = f"first half − second half {describe(estimate, wins=False)}"
-    claim.note = (f"seeds {', '.join(map(str, seeds[:half]))} against {', '.join(map(str, seeds[half:2 * half]))}"
+    claim.note = (f"seeds {', '.join(map(str, first_seeds))} against {', '.join(map(str, second_seeds))}"
                   + (f"; seed {seeds[-1]} left out" if len(seeds) % 2 else ""))
     if not estimate.has_interval:
         verdict = Verdict(verdicts.INCONCLUSIVE, estimate.reason)

@@ -143,13 +143,17 @@ def at_confidence(estimate: Estimate, confidence: float) -> tuple[float, float]:
     return back(float(low)), back(float(high))
 
 
+def seed_halves(seeds) -> tuple[list, list]:
+    """Seeds in two halves in seed order (an odd last seed left out): an A/A check's two arms."""
+    ordered = sorted(seeds)
+    half = len(ordered) // 2
+    return ordered[:half], ordered[half:2 * half]
+
+
 def halves(values: Mapping) -> tuple[dict, dict]:
-    """One variant's seed -> value split in two halves in seed order, the k-th seed of each half a pair keyed k
-    (an odd last seed left out): the two arms of an A/A check, whose true difference is 0."""
-    seeds = sorted(values)
-    half = len(seeds) // 2
-    return ({k: values[s] for k, s in enumerate(seeds[:half])},
-            {k: values[s] for k, s in enumerate(seeds[half:2 * half])})
+    """One variant's seed -> value split by seed_halves, the k-th seed of each half a pair keyed k: the two arms
+    of an A/A check, whose true difference is 0."""
+    return tuple({k: values[s] for k, s in enumerate(part)} for part in seed_halves(values))
 
 
 def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False) -> Estimate:

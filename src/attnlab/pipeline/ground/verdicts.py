@@ -158,10 +158,9 @@ def holm_adjusted(p_values: Mapping) -> dict:
 def p_two_sided(estimate: Estimate, value: float = 0.0) -> float:
     """The two-sided t-test p-value that the mean differs from `value`, on the estimate's working scale; NaN
     where the interval is not a t-interval over seeds (one seed, zero spread, a design's)."""
-    if not estimate.fixed_seed or estimate.spread == 0:
+    if not estimate.fixed_seed or estimate.spread == 0:  # zero spread: no test (p_beyond's 0 or 1 is one-sided)
         return math.nan
-    t = (estimate.center - estimate.working(value)) / (estimate.spread / math.sqrt(estimate.n))
-    return float(2 * stats.t.sf(abs(t), estimate.n - 1))
+    return min(1.0, 2 * min(p_beyond(estimate, value, above=True), p_beyond(estimate, value, above=False)))
 
 
 def p_least(*ps: float) -> float:

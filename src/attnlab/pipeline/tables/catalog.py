@@ -112,13 +112,13 @@ def catalog_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     first, second = statistics.halves(base)
     with intervals.halved():  # pairs of seeds: the look softmax's seeds reached, as the ledger's A/A row
         reference = statistics.paired(first, second)
-    halves = sorted(base)[:2 * (len(base) // 2)]
+    first_seeds, second_seeds = statistics.seed_halves(base)
     lr = grid.contest_lr.get(BASELINE)
     aa = {"variant": AA, "source": "this project's control", "lr": format_lr(lr) if lr is not None else "",
           "lr_choice": grid.lr_choice(BASELINE), "lr_edge": grid_edge(grid, BASELINE, lr) if lr is not None else "",
           "n_diverged": diverged(base_cells), **_paired(reference, first, second),
-          "seeds": (f"{' '.join(map(str, halves[:len(halves) // 2]))} against "
-                    f"{' '.join(map(str, halves[len(halves) // 2:]))}") if halves else "",
+          "seeds": (f"{' '.join(map(str, first_seeds))} against {' '.join(map(str, second_seeds))}"
+                    if first_seeds else ""),
           "family_ci_low": math.nan, "family_ci_high": math.nan, "family_confidence": math.nan,
           "p_value": verdicts.p_two_sided(reference), "p_holm": math.nan, "finding": _reference_finding(reference)}
     out = [aa] + [{**rows[v], **family.loc[v].to_dict()} for v in rows]
