@@ -44,6 +44,21 @@ rule all:
     localrule: True
 
 
+# Every cell trained and every table collected, no figure, ledger or writeup: `snakemake tables` on a cluster
+# (every job but training runs on the submitting node), the figures and the writeup after, where a browser is.
+rule tables:
+    input:
+        tables=PLAN.tables,
+        studies=PLAN.study_tables,
+        composability=PLAN.composability_tables,
+        ladder=PLAN.ladder_outputs,
+        rounds=PLAN.rounds_tables,
+        timing=PLAN.step_times,
+        missing=PLAN.missing_cells(),
+        asked=PLAN.missing_decisions(),
+    localrule: True
+
+
 # Without a browser, the build still makes the HTML writeup and ends with one line that says how to print it,
 # whether it ran jobs or had nothing to do (attnlab.pipeline.plan.ending).
 # A build whose seed-round decisions ask for a round it did not train (Snakemake schedules no new checkpoint output
