@@ -265,14 +265,19 @@ def test_a_build_on_a_gpu_runs_at_most_jobs_per_gpu_training_jobs_at_once(tmp_pa
         assert provided and re.search(rf"gpu\W+(?:Resource\(\W*gpu\W+)?{limit}\b", provided[0]), provided
 
 
-def test_the_catalogs_study_of_twice_the_heads_feeds_the_ledger(workspace):
-    """The catalog's study `heads` (softmax with twice the heads): its cells' table is an input of the ledger and
-    among the optional tables the ledger reads, so the selective-attention row can compare with it."""
+def test_the_catalogs_studies_of_twice_the_heads_and_of_fox_without_positions_feed_the_ledger(workspace):
+    """The catalog's study `heads` (softmax with twice the heads) and `positions` (fox without position
+    embeddings): their cells' tables are inputs of the ledger and among the optional tables it reads, so the
+    selective-attention row and forgetting attention's row on position embeddings can compare with them."""
     plan = Plan(config_file(workspace, "catalog"), SRC)
-    assert "heads" in plan.studies and plan.heads_tables == [str(paths.study_runs("heads"))]
-    assert "runs_heads" in plan.ledger_optional and "runs_heads" in plan.optional_tables
-    assert plan.config["studies"][0]["model"]["heads"] == 2 * plan.config["model"]["heads"]
-    assert Plan(config_file(workspace), SRC).heads_tables == []
+    assert plan.ledger_study_tables == [str(paths.study_runs("heads")), str(paths.study_runs("positions"))]
+    for table in ("runs_heads", "runs_positions"):
+        assert table in plan.ledger_optional and table in plan.optional_tables
+    heads, positions = plan.config["studies"]
+    assert heads["model"]["heads"] == 2 * plan.config["model"]["heads"] and heads["variants"] == ["softmax"]
+    assert positions["model"] == {"position": "none"} and positions["variants"] == ["fox"]
+    assert plan.config["model"].get("position", "learned") == "learned"
+    assert Plan(config_file(workspace), SRC).ledger_study_tables == []
 
 
 def test_longer_training_starts_first_and_the_runs_animation_before_other_figures(workspace):

@@ -236,6 +236,40 @@ def test_selective_against_softmax_with_twice_the_heads():
     assert "a study named `heads`" in check(score_papers.selective_matches_twice_the_heads, t).interval
 
 
+def positions_frames(factor: float, study_position: str = "none", contest_position: str | None = None) -> dict:
+    """The catalog's contest tables with fox 1% above softmax, every contest cell with learned position embeddings
+    (no config.model.position column, as a cell's slice leaves the default out), and the study `positions`: fox
+    without them at the contest seeds and fox's contest LR, at `factor` times softmax's loss."""
+    t = frames(dict(LOSSES, fox=[x * 1.01 * e for x, e in zip(LOSSES["softmax"], NOISE)]))
+    t["runs_positions"] = pd.DataFrame([{"study": "positions", "variant": "fox", "lr": 3e-3, "seed": seed,
+                                         "best_val_loss": loss * factor * NOISE[seed], "diverged": False,
+                                         "config.model.position": study_position}
+                                        for seed, loss in enumerate(LOSSES["softmax"])])
+    if contest_position:
+        t["runs"]["config.model.position"] = contest_position
+    return t
+
+
+def test_fox_without_position_embeddings_against_softmax_with_them():
+    """Within 1% of softmax with learned position embeddings holds, 3% worse is contradicted; a study that keeps
+    them, a build whose contest has none (config/length.yaml's), a study at another LR or none at all is not
+    testable and says why."""
+    row = check(length_papers.fox_needs_no_positions, positions_frames(0.995))
+    assert row.verdict == HOLDS and "fox without position embeddings / softmax with them" in row.measured
+    assert "/ fox with them" in row.measured and "whose text is not among this project's sources" in row.quote
+    worse = check(length_papers.fox_needs_no_positions, positions_frames(1.03))
+    assert worse.verdict == CONTRADICTED
+    assert worse.lean.startswith("fox without position embeddings is not within 1% of softmax with them")
+    for kept in (positions_frames(0.995, study_position="learned"), positions_frames(0.995, contest_position="none")):
+        unread = check(length_papers.fox_needs_no_positions, kept)
+        assert unread.verdict == "not testable at catalog" and "a study named `positions`" in unread.interval
+    t = positions_frames(0.995)
+    t["runs_positions"] = t["runs_positions"].assign(lr=0.01)
+    assert "LR 0.01, not fox's contest" in check(length_papers.fox_needs_no_positions, t).interval
+    del t["runs_positions"]
+    assert "a study named `positions`" in check(length_papers.fox_needs_no_positions, t).interval
+
+
 # ---- the sinks table and the writeup's paragraph
 
 
@@ -259,7 +293,7 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert "Activation kurtosis, largest first: softmax 6.50, cog 4.50, softpick 3.50." in text
     assert "Softpick has no attention sinks, at no loss cost: holds" in text
     assert "Cog attention's signed weights train at least as well as softmax: holds" in text
-    assert "7 of the papers' 9 claims are not testable at this build" in text  # no activation telemetry, slay, fox
+    assert "8 of the papers' 10 claims are not testable at this build" in text  # no activation telemetry, slay, fox
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
 
 

@@ -26,7 +26,7 @@ rule ledger:
         composability=PLAN.composability_tables,
         ladder=PLAN.ladder_outputs,
         rounds=PLAN.rounds_tables,
-        heads=PLAN.heads_tables,
+        studies=PLAN.ledger_study_tables,
         timing=PLAN.step_times,
     output:
         ledger=PLAN.ledger,

@@ -2,14 +2,18 @@
 better than softmax, Scalable-Softmax and forgetting attention give a lower loss there. Read from the
 context_length table (each contest cell evaluated on the whole validation split in windows of 2x and 4x its
 training block), paired by contest seed with softmax, held to the preconditions of
-attnlab.pipeline.claims.score_papers."""
+attnlab.pipeline.claims.score_papers. And forgetting attention's claim that it needs no position embeddings:
+its cells without them (the study `positions`, runs_positions) against softmax's with learned ones, in a build
+whose model has them (config/catalog.yaml)."""
 
 from __future__ import annotations
 
+import pandas as pd
+
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import (FOX_PAPER, STICKBREAKING_PAPER, SSMAX_PAPER, Claim, at_protocol, judged,
-                                            pct, table_of, untestable)
-from attnlab.pipeline.claims.score_papers import lrs_note, missing
+from attnlab.pipeline.claims.common import (FOX_PAPER, STICKBREAKING_PAPER, SSMAX_PAPER, Claim, at_protocol,
+                                            contest_losses, judged, pct, table_of, untestable)
+from attnlab.pipeline.claims.score_papers import SAME_LOSS, lrs_note, missing, no_loss_cost, unlike_the_contest
 from attnlab.pipeline.claims.words import UNQUOTED, Words, title
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
@@ -98,4 +102,68 @@ def fox_extrapolates(t, pub, protocol) -> Claim:
     return lower_loss_at_longer_contexts(t, claim, "fox", FOX_RULE, protocol)
 
 
-CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts, fox_extrapolates)
+# ---- forgetting attention without position embeddings
+
+
+POSITIONS_RULE = pp.Rule(
+    Words(UNQUOTED, "the forgetting attention paper, whose text is not among this project's sources: what its "
+                    "abstract reports of FoX and position embeddings, that it does not require them"),
+    "fox without position embeddings (the study `positions`) / softmax with learned ones (the contest), best "
+    "validation loss at the training block paired by contest seed, each at its contest LR",
+    f"the whole interval below {SAME_LOSS:.2f}", "this project's reading of 'does not require': without them, FoX "
+    "loses nothing against the Transformer with them, read with the catalog's loss margin (1% above, "
+    "attnlab.pipeline.claims.score_papers)", pp.TRAINED)
+LEARNED, NONE = "learned", "none"  # model.position; a cell's config slice leaves out the default, learned
+NO_POSITIONS_STUDY = ("no fox cells without position embeddings beside contest cells with them: a study named "
+                      "`positions` setting model.position: none, for fox, at the contest's seeds, in a build whose "
+                      "model has learned ones (as config/catalog.yaml has)")
+MAY_CHANGE = ("config.variant", "config.lr", "config.seed", "config.model.position")  # the study's one change
+
+
+def positions(rows: pd.DataFrame) -> set[str]:
+    """The model.position values of these cells (a column left empty is the default, learned)."""
+    column = rows["config.model.position"] if "config.model.position" in rows else [None] * len(rows)
+    return {LEARNED if pd.isna(value) else str(value) for value in column}
+
+
+def without_positions(t) -> tuple[dict[int, float], str]:
+    """seed -> best validation loss of the study `positions`'s fox cells (diverged ones left out), and why they
+    cannot be read ('' when they can): fox without position embeddings, beside contest cells with them."""
+    study, runs = table_of(t, "runs_positions"), table_of(t, "runs")
+    if study.empty or "variant" not in study or "variant" not in runs:
+        return {}, NO_POSITIONS_STUDY
+    rows = study[study.variant == "fox"]
+    contest = runs[runs.variant.isin(["fox", BASELINE])]
+    if not len(rows) or positions(rows) != {NONE} or positions(contest) != {LEARNED}:
+        return {}, NO_POSITIONS_STUDY
+    differs = unlike_the_contest(t, rows, runs[runs.variant == "fox"], MAY_CHANGE, at_lr_of="fox")
+    if differs:
+        return {}, ("the study `positions` changes more than the position embeddings: " + "; ".join(differs)
+                    + "; the row reads fox without them and nothing else changed, at fox's contest LR")
+    healthy = rows[~rows.diverged.astype(str).eq("True")] if "diverged" in rows else rows
+    losses = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
+    return losses, "" if losses else NO_POSITIONS_STUDY
+
+
+def fox_needs_no_positions(t, pub, protocol) -> Claim:
+    claim = Claim(FOX_PAPER, "forgetting attention needs no position embeddings: without them it is no worse than "
+                  "softmax with them", POSITIONS_RULE.text(), "–", "qualitative (Lin et al. 2025, arXiv:2503.02130)",
+                  "")
+    claim.quote = POSITIONS_RULE.quote()
+    without, unread = without_positions(t)
+    why = missing(t, "fox") or unread
+    if why:
+        return untestable(claim, protocol, why)
+    ratio = statistics.paired(without, contest_losses(t, BASELINE), ratio=True)
+    own = statistics.paired(without, contest_losses(t, "fox"), ratio=True)
+    claim.measured = (f"fox without position embeddings / {BASELINE} with them {describe(ratio, pct)}; / fox with "
+                      f"them {describe(own, pct)}")
+    claim.note = "; ".join([lrs_note(t, "fox", BASELINE), "fox without position embeddings trains at fox's "
+                            "contest LR (chosen with them), with the contest's model and training but for its "
+                            "positions"])
+    judged(claim, no_loss_cost(ratio), {"loss ratio": ratio}, pct)
+    return at_protocol(claim, protocol, pp.conditions(t, POSITIONS_RULE, ["fox", BASELINE]),
+                       f"fox without position embeddings is not within 1% of softmax with them: {pct(ratio.mean)}")
+
+
+CHECKS = (stickbreaking_extrapolates, ssmax_longer_contexts, fox_extrapolates, fox_needs_no_positions)

@@ -96,20 +96,22 @@ def twice_the_heads(t) -> tuple[dict[int, float], int | None, str]:
 SAME_BUT_HEADS = ("config.variant", "config.lr", "config.seed", "config.model.heads")  # what the study may change
 
 
-def unlike_the_contest(t, study: pd.DataFrame, own: pd.DataFrame) -> list[str]:
-    """What the study `heads`'s softmax cells change besides their head count, against selective's contest cells
-    and softmax's contest LR: each config key whose value differs ('model.d_model 64, not 32'), and the LR."""
+def unlike_the_contest(t, study: pd.DataFrame, own: pd.DataFrame, may_change: tuple[str, ...] = SAME_BUT_HEADS,
+                       at_lr_of: str = BASELINE) -> list[str]:
+    """What a study's cells change besides what they may (`may_change`: for the study `heads`, its head count),
+    against the contest cells `own` and the contest LR of `at_lr_of`: each config key whose value differs
+    ('model.d_model 64, not 32'), and the LR."""
     differs = []
-    for column in sorted(c for c in study.columns if c.startswith("config.") and c not in SAME_BUT_HEADS):
+    for column in sorted(c for c in study.columns if c.startswith("config.") and c not in may_change):
         theirs = set(study[column].astype(str)) if column in study else set()
         ours = set(own[column].astype(str)) if column in own else set()
         if theirs != ours:
             differs.append(f"{column.removeprefix('config.')} {', '.join(sorted(theirs))}, not "
                            f"{', '.join(sorted(ours)) or 'unset'}")
-    soft = contest_row(t, BASELINE)
-    if soft is not None and "lr" in study and not contract.at_lr(study, soft.lr).all():
-        differs.append(f"LR {', '.join(sorted(set(study.lr.map(format_lr))))}, not softmax's contest "
-                       f"{format_lr(soft.lr)}")
+    chosen = contest_row(t, at_lr_of)
+    if chosen is not None and "lr" in study and not contract.at_lr(study, chosen.lr).all():
+        differs.append(f"LR {', '.join(sorted(set(study.lr.map(format_lr))))}, not {at_lr_of}'s contest "
+                       f"{format_lr(chosen.lr)}")
     return differs
 
 

@@ -222,9 +222,10 @@ _TABLES = (
 TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
 LEDGER = "ledger"  # the claims ledger's own table
-# Tables the ledger reads where the build ran that study (the composability study, the scale ladder, the study
-# `heads`'s cells: runs_heads) or added seeds until decided (seed_rounds).
-LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads", "step_times")
+# Tables the ledger reads where the build ran that study (the composability study, the scale ladder, the cells of
+# the studies `heads` and `positions`: runs_heads, runs_positions) or added seeds until decided (seed_rounds).
+LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads", "runs_positions",
+                   "step_times")
 TIMED = (BASELINE, "a3", "a3_heads")  # the variants the step_times rule times, where the build trains them
 
 

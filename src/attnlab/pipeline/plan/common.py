@@ -12,6 +12,8 @@ from attnlab.pipeline.ground import contract, paths
 TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
 TWICE_THE_HEADS = studies_mod.TWICE_THE_HEADS
+WITHOUT_POSITIONS = "positions"  # forgetting attention without position embeddings, in a build with them
+LEDGER_STUDIES = (TWICE_THE_HEADS, WITHOUT_POSITIONS)  # the studies whose cells' table (runs_<name>) a row reads
 COMPOSABILITY = "composability"
 
 

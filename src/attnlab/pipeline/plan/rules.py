@@ -30,7 +30,7 @@ from attnlab.pipeline.plan import device, ending, expectation, packs
 from attnlab.pipeline.ground import paths, printer, rounds, sweep_extension
 from attnlab.pipeline.ground.grid import Grid, check_corpus_room, local_corpus
 from attnlab.pipeline.plan.collect_rules import CollectRules
-from attnlab.pipeline.plan.common import (COMPOSABILITY, LADDER, TRAIN_RULE, TWICE_THE_HEADS, tables)
+from attnlab.pipeline.plan.common import (COMPOSABILITY, LADDER, LEDGER_STUDIES, TRAIN_RULE, tables)
 from attnlab.pipeline.plan.report_rules import ReportRules
 from attnlab.pipeline.plan.round_rules import RoundRules
 from attnlab.pipeline.plan.study_rules import StudyRules
@@ -100,15 +100,16 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
         self.expected_studies = {name: self._expectation(name, name) for name in self.studies}
         self.build_manifest = str(paths.table("build", "json"))
         self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
-        # the study `heads`'s cells, which the ledger's selective-attention row reads
-        self.heads_tables = [str(paths.study_runs(TWICE_THE_HEADS))] if TWICE_THE_HEADS in self.studies else []
+        # the cells of the studies a ledger row reads: `heads` (selective attention's), `positions` (forgetting
+        # attention's without position embeddings)
+        self.ledger_study_tables = [str(paths.study_runs(name)) for name in LEDGER_STUDIES if name in self.studies]
         # the training step timed in one process, interleaved, where the build trains the baseline and A³
         self.timed_variants = [v for v in contract.TIMED if v in self.config["variants"]]
         timed = {"a3", contract.BASELINE} <= set(self.timed_variants)
         self.step_times = tables(*contract.written_by(contract.TIMING)) if timed else []
         self.optional_tables = sorted(set(
             ([COMPOSABILITY] if self.composability else []) + [Path(t).stem for t in self.rounds_tables]
-            + [Path(t).stem for t in self.heads_tables] + [Path(t).stem for t in self.step_times]
+            + [Path(t).stem for t in self.ledger_study_tables] + [Path(t).stem for t in self.step_times]
             + [Path(t).stem for t in self.ladder_outputs if t.endswith(".csv")]
             + [paths.study_file(name) for name in self.studies]))
         self.ledger_optional = [name for name in self.optional_tables if name in contract.LEDGER_OPTIONAL]
