@@ -44,8 +44,8 @@ def train_both(cfg, keys, corpus, tmp_path):
 @pytest.mark.parametrize("size,steps,tolerance", [("smoke", 60, 1e-5), ("default", 30, 1e-5)])
 @pytest.mark.slow
 def test_a_vmapped_softmax_pack_follows_each_cell_alone(small_corpus, tmp_path, size, steps, tolerance):
-    """At the smoke size over 60 steps; at the default size (its batched matmuls are the build's) over 30, at
-    half the time: each curve read at three evaluations after the first."""
+    """At the smoke size over 60 steps; at the default size (its batched matmuls are the build's) over 30: each
+    curve read at three evaluations after the first."""
     corpus, sha256 = small_corpus
     cfg = sized(size, sha256, steps=steps, eval_every=steps // 3, eval_batches=2)
     keys = [CellKey.of("softmax", 3e-3, 0), CellKey.of("softmax", 1e-2, 1)]  # another LR and seed in one program

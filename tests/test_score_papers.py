@@ -216,9 +216,15 @@ def heads_frames(selective_factor: float, heads: int = 8) -> dict:
     `heads`: softmax with `heads` heads (twice the contest's 4 when 8) at the contest seeds, 1% better."""
     t = frames(dict(LOSSES, selective=[x * selective_factor * e for x, e in zip(LOSSES["softmax"], NOISE)]))
     t["runs_heads"] = pd.DataFrame([{"study": "heads", "variant": "softmax", "lr": 3e-3, "seed": seed,
-                                     "best_val_loss": loss * 0.99, "diverged": False, "config.model.heads": heads}
-                                    for seed, loss in enumerate(LOSSES["softmax"])])
+                                     "best_val_loss": loss * 0.99, "diverged": False, **same_config(t),
+                                     "config.model.heads": heads} for seed, loss in enumerate(LOSSES["softmax"])])
     return t
+
+
+def same_config(t) -> dict:
+    """The contest cells' config columns, as a study's table carries them where it changes nothing else."""
+    first = t["runs"].iloc[0]
+    return {c: first[c] for c in t["runs"].columns if c.startswith("config.")}
 
 
 def test_selective_against_softmax_with_twice_the_heads():
@@ -243,7 +249,7 @@ def positions_frames(factor: float, study_position: str = "none", contest_positi
     t = frames(dict(LOSSES, fox=[x * 1.01 * e for x, e in zip(LOSSES["softmax"], NOISE)]))
     t["runs_positions"] = pd.DataFrame([{"study": "positions", "variant": "fox", "lr": 3e-3, "seed": seed,
                                          "best_val_loss": loss * factor * NOISE[seed], "diverged": False,
-                                         "config.model.position": study_position}
+                                         **same_config(t), "config.model.position": study_position}
                                         for seed, loss in enumerate(LOSSES["softmax"])])
     if contest_position:
         t["runs"]["config.model.position"] = contest_position
@@ -251,18 +257,28 @@ def positions_frames(factor: float, study_position: str = "none", contest_positi
 
 
 def test_fox_without_position_embeddings_against_softmax_with_them():
-    """Within 1% of softmax with learned position embeddings holds, 3% worse is contradicted; a study that keeps
-    them, a build whose contest has none (config/length.yaml's), a study at another LR or none at all is not
-    testable and says why."""
+    """Within 1% of softmax with learned position embeddings holds; 3% worse would contradict it, but the study
+    trains at fox's LR chosen with them, so the row is inconclusive and says so; a diverged cell without them
+    keeps it from holding; a study that keeps them, a build whose contest has none (config/length.yaml's), a
+    study at another LR or none at all is not testable and says why."""
     row = check(length_papers.fox_needs_no_positions, positions_frames(0.995))
     assert row.verdict == HOLDS and "fox without position embeddings / softmax with them" in row.measured
     assert "/ fox with them" in row.measured and "whose text is not among this project's sources" in row.quote
+    assert "a tuned LR could only lower the loss without them" in row.preconditions
     worse = check(length_papers.fox_needs_no_positions, positions_frames(1.03))
-    assert worse.verdict == CONTRADICTED
-    assert worse.lean.startswith("fox without position embeddings is not within 1% of softmax with them")
+    assert worse.verdict == "inconclusive at catalog" and "would contradict it" in worse.lean
+    assert "not within 1% of softmax with them" in worse.lean and "may be the LR's" in worse.preconditions
+    t = positions_frames(0.995)
+    t["runs_positions"].loc[0, "diverged"] = True
+    diverged = check(length_papers.fox_needs_no_positions, t)
+    assert diverged.verdict == "inconclusive at catalog" and diverged.seeds == 4
+    assert "1 of 5 diverged at fox's contest LR" in diverged.preconditions and "would hold" in diverged.lean
     for kept in (positions_frames(0.995, study_position="learned"), positions_frames(0.995, contest_position="none")):
         unread = check(length_papers.fox_needs_no_positions, kept)
         assert unread.verdict == "not testable at catalog" and "a study named `positions`" in unread.interval
+    t = positions_frames(0.995)
+    t["runs"]["config.model.dropout"] = 0.1  # a key the contest's cells set and the study's leave at its default
+    assert "model.dropout unset, not 0.1" in check(length_papers.fox_needs_no_positions, t).interval
     t = positions_frames(0.995)
     t["runs_positions"] = t["runs_positions"].assign(lr=0.01)
     assert "LR 0.01, not fox's contest" in check(length_papers.fox_needs_no_positions, t).interval

@@ -18,7 +18,7 @@ from attnlab.pipeline.claims.words import UNQUOTED, Words, title
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.estimate_text import describe
-from attnlab.pipeline.ground.verdicts import every, one_sided
+from attnlab.pipeline.ground.verdicts import CONTRADICTED, every, one_sided
 
 LONGER_CONTEXT = ("no cell was evaluated beyond its training block: that needs cells without position embeddings "
                   "(model.position: none) evaluated at longer windows (train.eval_context_multiples), as "
@@ -126,23 +126,36 @@ def positions(rows: pd.DataFrame) -> set[str]:
     return {LEARNED if pd.isna(value) else str(value) for value in column}
 
 
-def without_positions(t) -> tuple[dict[int, float], str]:
-    """seed -> best validation loss of the study `positions`'s fox cells (diverged ones left out), and why they
-    cannot be read ('' when they can): fox without position embeddings, beside contest cells with them."""
+def without_positions(t) -> tuple[pd.DataFrame, str]:
+    """The study `positions`'s fox cells, and why they cannot be read ('' when they can): fox without position
+    embeddings, beside contest cells with them, changing nothing else."""
     study, runs = table_of(t, "runs_positions"), table_of(t, "runs")
     if study.empty or "variant" not in study or "variant" not in runs:
-        return {}, NO_POSITIONS_STUDY
+        return study, NO_POSITIONS_STUDY
     rows = study[study.variant == "fox"]
     contest = runs[runs.variant.isin(["fox", BASELINE])]
     if not len(rows) or positions(rows) != {NONE} or positions(contest) != {LEARNED}:
-        return {}, NO_POSITIONS_STUDY
+        return rows, NO_POSITIONS_STUDY
     differs = unlike_the_contest(t, rows, runs[runs.variant == "fox"], MAY_CHANGE, at_lr_of="fox")
     if differs:
-        return {}, ("the study `positions` changes more than the position embeddings: " + "; ".join(differs)
-                    + "; the row reads fox without them and nothing else changed, at fox's contest LR")
-    healthy = rows[~rows.diverged.astype(str).eq("True")] if "diverged" in rows else rows
-    losses = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
-    return losses, "" if losses else NO_POSITIONS_STUDY
+        return rows, ("the study `positions` changes more than the position embeddings: " + "; ".join(differs)
+                      + "; the row reads fox without them and nothing else changed, at fox's contest LR")
+    return rows, ""
+
+
+def study_conditions(rows: pd.DataFrame, word: str) -> list[pp.Condition]:
+    """The study's own preconditions: none of its cells diverged, none still improving, and an LR the verdict
+    does not rest on. Its LR is fox's contest LR, chosen with position embeddings: a loss within the margin
+    holds whatever a tuned LR would give (tuning could only lower it), a loss beyond it may be the LR's."""
+    diverged = int(rows.diverged.astype(str).eq("True").sum()) if "diverged" in rows else 0
+    trained = pp.Condition("no cell without position embeddings diverged", not diverged,
+                           f"{diverged} of {len(rows)} diverged at fox's contest LR" if diverged
+                           else f"none of {len(rows)}")
+    tuned = pp.Condition("an LR the verdict does not rest on", word != CONTRADICTED,
+                         "fox's contest LR, chosen with position embeddings: "
+                         + ("the loss beyond the margin may be the LR's (the study has no sweep of its own)"
+                            if word == CONTRADICTED else "a tuned LR could only lower the loss without them"))
+    return [trained, pp.cells_plateau(rows, "cells without position embeddings"), tuned]
 
 
 def fox_needs_no_positions(t, pub, protocol) -> Claim:
@@ -150,10 +163,12 @@ def fox_needs_no_positions(t, pub, protocol) -> Claim:
                   "softmax with them", POSITIONS_RULE.text(), "–", "qualitative (Lin et al. 2025, arXiv:2503.02130)",
                   "")
     claim.quote = POSITIONS_RULE.quote()
-    without, unread = without_positions(t)
+    rows, unread = without_positions(t)
     why = missing(t, "fox") or unread
     if why:
         return untestable(claim, protocol, why)
+    healthy = rows[~rows.diverged.astype(str).eq("True")] if "diverged" in rows else rows
+    without = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
     ratio = statistics.paired(without, contest_losses(t, BASELINE), ratio=True)
     own = statistics.paired(without, contest_losses(t, "fox"), ratio=True)
     claim.measured = (f"fox without position embeddings / {BASELINE} with them {describe(ratio, pct)}; / fox with "
@@ -162,7 +177,8 @@ def fox_needs_no_positions(t, pub, protocol) -> Claim:
                             "contest LR (chosen with them), with the contest's model and training but for its "
                             "positions"])
     judged(claim, no_loss_cost(ratio), {"loss ratio": ratio}, pct)
-    return at_protocol(claim, protocol, pp.conditions(t, POSITIONS_RULE, ["fox", BASELINE]),
+    found = pp.conditions(t, POSITIONS_RULE, ["fox", BASELINE]) + study_conditions(rows, claim.verdict)
+    return at_protocol(claim, protocol, found,
                        f"fox without position embeddings is not within 1% of softmax with them: {pct(ratio.mean)}")
 
 

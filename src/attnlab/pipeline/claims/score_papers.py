@@ -100,14 +100,18 @@ def unlike_the_contest(t, study: pd.DataFrame, own: pd.DataFrame, may_change: tu
                        at_lr_of: str = BASELINE) -> list[str]:
     """What a study's cells change besides what they may (`may_change`: for the study `heads`, its head count),
     against the contest cells `own` and the contest LR of `at_lr_of`: each config key whose value differs
-    ('model.d_model 64, not 32'), and the LR."""
+    ('model.d_model 64, not 32'), and the LR. A key one table lacks is unset there (its default), as an empty
+    cell is."""
+    def values(frame: pd.DataFrame, column: str) -> set[str]:
+        return {"unset" if pd.isna(v) else str(v) for v in (frame[column] if column in frame else [None])}
+
     differs = []
-    for column in sorted(c for c in study.columns if c.startswith("config.") and c not in may_change):
-        theirs = set(study[column].astype(str)) if column in study else set()
-        ours = set(own[column].astype(str)) if column in own else set()
+    for column in sorted(c for c in set(study.columns) | set(own.columns)
+                         if c.startswith("config.") and c not in may_change):
+        theirs, ours = values(study, column), values(own, column)
         if theirs != ours:
             differs.append(f"{column.removeprefix('config.')} {', '.join(sorted(theirs))}, not "
-                           f"{', '.join(sorted(ours)) or 'unset'}")
+                           f"{', '.join(sorted(ours))}")
     chosen = contest_row(t, at_lr_of)
     if chosen is not None and "lr" in study and not contract.at_lr(study, chosen.lr).all():
         differs.append(f"LR {', '.join(sorted(set(study.lr.map(format_lr))))}, not {at_lr_of}'s contest "

@@ -129,7 +129,8 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
             printer.find_browser()
         except printer.PrintError as err:
             self.printer_missing = (f"writeup.pdf was not printed: {err}; then run `snakemake writeup_pdf` "
-                                    "(the target before any --configfile; writeup.html is made either way)")
+                                    "(the target before any --configfile; the default target makes writeup.html "
+                                    "without a browser)")
         self.printed_writeup = [] if self.printer_missing else [str(paths.WRITEUP_PDF)]
         # Installed entry points the registry left out (a taken name, one two distributions register): said when
         # the build plans, never dropped without a word.
