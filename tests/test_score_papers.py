@@ -340,9 +340,11 @@ def test_a_heads_study_of_several_head_counts_is_not_read_as_one():
 
 
 @pytest.mark.slow
-def test_a_build_with_a_heads_study_hands_its_cells_to_the_selective_row(tmp_path, corpus_path):
-    """Through Snakemake: a smoke-sized build of softmax and selective with the study `heads` (softmax at twice the
-    heads) writes runs_heads, and the ledger's selective row compares with those cells."""
+def test_a_build_with_the_heads_and_positions_studies_hands_their_cells_to_their_rows(tmp_path, corpus_path):
+    """Through Snakemake: a smoke-sized build of softmax, selective and fox with the studies `heads` (softmax at
+    twice the heads) and `positions` (fox without position embeddings) writes runs_heads and runs_positions, each
+    with whether its cells were still improving, and the ledger's selective row and forgetting attention's row on
+    position embeddings compare with those cells."""
     import yaml
 
     from processes import snakemake
@@ -351,9 +353,10 @@ def test_a_build_with_a_heads_study_hands_its_cells_to_the_selective_row(tmp_pat
     ws = make_workspace(tmp_path, share_compile_cache=True)
     cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
     heads = cfg["model"]["heads"]
-    cfg.update(name="heads", variants=["softmax", "selective"],
-               studies=[{"name": "heads", "model": {"heads": 2 * heads}, "variants": ["softmax"]}])
-    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "selective": 3.0e-3}}
+    cfg.update(name="heads", variants=["softmax", "selective", "fox"],
+               studies=[{"name": "heads", "model": {"heads": 2 * heads}, "variants": ["softmax"]},
+                        {"name": "positions", "model": {"position": "none"}, "variants": ["fox"]}])
+    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "selective": 3.0e-3, "fox": 3.0e-3}}
     cfg["sweep"]["lrs"] = [3.0e-3]
     (ws / "config" / "heads.yaml").write_text(yaml.safe_dump(cfg))
     built = snakemake(ws, "results/tables/ledger.csv", "--cores", "2", "--configfile", "config/heads.yaml",
@@ -364,6 +367,12 @@ def test_a_build_with_a_heads_study_hands_its_cells_to_the_selective_row(tmp_pat
     ledger = pd.read_csv(ws / "results" / "tables" / "ledger.csv")
     row = ledger[ledger.claim.str.startswith("selective attention matches")].iloc[0]
     assert f"selective ({heads} heads) / softmax ({2 * heads} heads)" in row.measured
+    assert not row.verdict.startswith("not testable")
+    positions = pd.read_csv(ws / "results" / "tables" / "runs_positions.csv")
+    assert set(positions.variant) == {"fox"} and set(positions["config.model.position"]) == {"none"}
+    assert positions.improving.notna().all() and positions.late_gain.notna().all()
+    row = ledger[ledger.claim.str.startswith("forgetting attention needs no position embeddings")].iloc[0]
+    assert "fox without position embeddings / softmax with them" in row.measured
     assert not row.verdict.startswith("not testable")
 
 

@@ -214,7 +214,7 @@ def test_the_identity_of_the_contest_and_sweep_cells_is_the_recorded_one():
 
 def bundle(loss: float, diverged: bool = False) -> dict:
     return {"best_val_loss": loss, "final_val_loss": loss + 0.01, "diverged": diverged, "n_params": 1000,
-            "path": "results/x", "config": {"model": {"dropout": 0.1}}}
+            "config": {"model": {"dropout": 0.1}}}
 
 
 def synthetic(seeds=(0, 1, 2)) -> list:

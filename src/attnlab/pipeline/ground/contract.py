@@ -167,7 +167,8 @@ _TABLES = (
           ("study", "variant", "lr", "n_seeds", "seeds", "best_val_mean", "best_val_std", "n_diverged", "n_params",
            "delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins", "n_paired", "delta_vs_first",
            "first_ci_low", "first_ci_high", "first_wins", "interval_note"), open=True),
-    # Every cell of one study (runs_<name>): its study, its axis values, then the columns of runs.
+    # Every cell of one study (runs_<name>): its study, its axis values, then the columns of runs (late_gain and
+    # improving among them).
     Table("study_runs", "study", "one cell of a study", ("study", "variant", "lr", "seed", "best_val_loss",
                                                          "path"), formats=("csv",), open=True),
     # The scale ladder (the study named `ladder`, attnlab.pipeline.tables.ladder): the ladder's axis columns follow

@@ -26,7 +26,7 @@ from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.ground.paths import study_file
 from attnlab.pipeline.ground.paths import study_runs as study_runs_path
 from attnlab.pipeline.tables.display import write_table
-from attnlab.pipeline.tables.runs import flatten
+from attnlab.pipeline.tables.runs import flatten, late_gain
 from attnlab.pipeline.tables.study_cli import study_cli
 from attnlab.pipeline.ground.contest_grid import ContestGrid
 
@@ -35,12 +35,12 @@ CELL_COLUMNS = ("variant", "lr", "seed")
 
 def study_runs(cells: list[tuple[CellKey, dict]]) -> pd.DataFrame:
     """One row per cell of the study: study, its axis columns, variant, LR (text), seed, then every scalar of
-    its bundle (as runs.csv has them), in the study's order."""
+    its bundle and whether it was still improving (as runs.csv has them), in the study's order."""
     rows = []
     for key, bundle in cells:
         scalars = flatten({k: v for k, v in bundle.items() if k not in ("files", *CELL_COLUMNS)})
         rows.append({"study": key.study, **key.axes, "variant": key.variant, "lr": key.lr, "seed": key.seed,
-                     **scalars})
+                     **scalars, **late_gain(bundle)})
     return pd.DataFrame(rows)
 
 
