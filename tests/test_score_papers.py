@@ -238,6 +238,11 @@ def test_selective_against_softmax_with_twice_the_heads():
     other = check(score_papers.selective_matches_twice_the_heads, heads_frames(0.99, heads=12))
     assert other.verdict == "not testable at catalog" and "12 heads, not twice" in other.interval
     t = heads_frames(0.99)
+    t["runs_heads"].loc[1, "diverged"] = True  # left out of the pairing, counted as a precondition
+    diverged = check(score_papers.selective_matches_twice_the_heads, t)
+    assert diverged.verdict == "inconclusive at catalog" and diverged.seeds == 4
+    assert "no cells with twice the heads diverged (1 of 5 diverged)" in diverged.preconditions
+    t = heads_frames(0.99)
     del t["runs_heads"]
     assert "a study named `heads`" in check(score_papers.selective_matches_twice_the_heads, t).interval
 
@@ -272,7 +277,7 @@ def test_fox_without_position_embeddings_against_softmax_with_them():
     t["runs_positions"].loc[0, "diverged"] = True
     diverged = check(length_papers.fox_needs_no_positions, t)
     assert diverged.verdict == "inconclusive at catalog" and diverged.seeds == 4
-    assert "1 of 5 diverged at fox's contest LR" in diverged.preconditions and "would hold" in diverged.lean
+    assert "1 of 5 diverged" in diverged.preconditions and "would hold" in diverged.lean
     for kept in (positions_frames(0.995, study_position="learned"), positions_frames(0.995, contest_position="none")):
         unread = check(length_papers.fox_needs_no_positions, kept)
         assert unread.verdict == "not testable at catalog" and "a study named `positions`" in unread.interval

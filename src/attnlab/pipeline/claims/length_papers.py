@@ -13,7 +13,8 @@ import pandas as pd
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims.common import (FOX_PAPER, STICKBREAKING_PAPER, SSMAX_PAPER, Claim, at_protocol,
                                             contest_losses, judged, pct, table_of, untestable)
-from attnlab.pipeline.claims.score_papers import SAME_LOSS, lrs_note, missing, no_loss_cost, unlike_the_contest
+from attnlab.pipeline.claims.score_papers import (SAME_LOSS, lrs_note, missing, no_loss_cost, study_cells_trained,
+                                                  unlike_the_contest)
 from attnlab.pipeline.claims.words import UNQUOTED, Words, title
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
@@ -147,15 +148,11 @@ def study_conditions(rows: pd.DataFrame, word: str) -> list[pp.Condition]:
     """The study's own preconditions: none of its cells diverged, none still improving, and an LR the verdict
     does not rest on. Its LR is fox's contest LR, chosen with position embeddings: a loss within the margin
     holds whatever a tuned LR would give (tuning could only lower it), a loss beyond it may be the LR's."""
-    diverged = int(rows.diverged.astype(str).eq("True").sum()) if "diverged" in rows else 0
-    trained = pp.Condition("no cell without position embeddings diverged", not diverged,
-                           f"{diverged} of {len(rows)} diverged at fox's contest LR" if diverged
-                           else f"none of {len(rows)}")
     tuned = pp.Condition("an LR the verdict does not rest on", word != CONTRADICTED,
                          "fox's contest LR, chosen with position embeddings: "
                          + ("the loss beyond the margin may be the LR's (the study has no sweep of its own)"
                             if word == CONTRADICTED else "a tuned LR could only lower the loss without them"))
-    return [trained, pp.cells_plateau(rows, "cells without position embeddings"), tuned]
+    return [*study_cells_trained(rows, "cells without position embeddings"), tuned]
 
 
 def fox_needs_no_positions(t, pub, protocol) -> Claim:
