@@ -112,8 +112,8 @@ POSITIONS_RULE = pp.Rule(
     "fox without position embeddings (the study `positions`) / softmax with learned ones (the contest), best "
     "validation loss at the training block paired by contest seed, each at its contest LR",
     f"the whole interval below {SAME_LOSS:.2f}", "this project's reading of 'does not require': without them, FoX "
-    "loses nothing against the Transformer with them, read with the catalog's loss margin (1% above, "
-    "attnlab.pipeline.claims.score_papers)", pp.TRAINED)
+    "loses nothing against the Transformer with them, read with the catalog's loss margin (at most 1% above "
+    "softmax's)", pp.TRAINED)
 LEARNED, NONE = "learned", "none"  # model.position; a cell's config slice leaves out the default, learned
 NO_POSITIONS_STUDY = ("no fox cells without position embeddings beside contest cells with them: a study named "
                       "`positions` setting model.position: none, for fox, at the contest's seeds, in a build whose "
