@@ -18,6 +18,8 @@ kernel post calls close to softmax.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
@@ -123,9 +125,10 @@ def study_cells_trained(rows: pd.DataFrame, what: str) -> list[pp.Condition]:
     """A study's cells as a row reads them: none diverged (the pairing leaves a diverged cell out, so it is
     counted here) and none still improving."""
     diverged = int(rows.diverged.astype(str).eq("True").sum()) if "diverged" in rows else 0
+    plateau = pp.cells_plateau(rows, what)
     return [pp.Condition(f"no {what} diverged", not diverged,
                          f"{diverged} of {len(rows)} diverged" if diverged else f"none of {len(rows)}"),
-            pp.cells_plateau(rows, what)]
+            dataclasses.replace(plateau, name=f"{what} trained to a plateau")]
 
 
 def selective_matches_twice_the_heads(t, pub, protocol) -> Claim:

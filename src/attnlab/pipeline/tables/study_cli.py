@@ -37,11 +37,11 @@ def study_cli(description: str, build, argv: list[str] | None = None) -> int:
     parser.add_argument("--out", required=True, type=Path, help="the tables folder")
     args = parser.parse_args(argv)
     spec = json.loads(args.study)
-    try:
-        cells = read_cells(spec, args.expect)
+    try:  # building reads each cell's curve too (whether it was still improving)
+        table = build(read_cells(spec, args.expect), args.out, spec)
     except BundleError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2
     with pd.option_context("display.width", 250, "display.max_columns", 40, "display.max_colwidth", 60):
-        print(build(cells, args.out, spec).to_string(index=False))
+        print(table.to_string(index=False))
     return 0
