@@ -20,6 +20,7 @@ from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.estimate_text import describe
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, every, one_sided
+from attnlab.pipeline.tables.contest import losses_by_seed, trained
 
 LONGER_CONTEXT = ("no cell was evaluated beyond its training block: that needs cells without position embeddings "
                   "(model.position: none) evaluated at longer windows (train.eval_context_multiples), as "
@@ -164,8 +165,7 @@ def fox_needs_no_positions(t, pub, protocol) -> Claim:
     why = missing(t, "fox") or unread
     if why:
         return untestable(claim, protocol, why)
-    healthy = rows[~rows.diverged.astype(str).eq("True")] if "diverged" in rows else rows
-    without = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
+    without = losses_by_seed(trained(rows))
     ratio = statistics.paired(without, contest_losses(t, BASELINE), ratio=True)
     own = statistics.paired(without, contest_losses(t, "fox"), ratio=True)
     claim.measured = (f"fox without position embeddings / {BASELINE} with them {describe(ratio, pct)}; / fox with "

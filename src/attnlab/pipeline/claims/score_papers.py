@@ -32,6 +32,7 @@ from attnlab.pipeline.claims.words import title
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.estimate_text import describe, interval_text
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, Verdict, every, one_sided
+from attnlab.pipeline.tables.contest import losses_by_seed, trained
 
 SAME_LOSS = 1.01  # variant / softmax best validation loss: the non-inferiority margin (module docstring)
 SINK_SHARE = 0.10  # "no attention sinks": the share of layer x head pairs with a sink stays below this
@@ -90,8 +91,7 @@ def twice_the_heads(t) -> tuple[dict[int, float], int | None, str]:
     if len(heads) > 1 or len(lrs) > 1:
         return {}, None, (f"the study `heads` trains {BASELINE} at {len(heads)} head counts and {len(lrs)} LRs; the "
                           "row compares with one (twice the config's heads, at softmax's contest LR)")
-    healthy = rows[~rows.diverged.astype(str).eq("True")]
-    losses = {int(r.seed): float(r.best_val_loss) for r in healthy.itertuples()}
+    losses = losses_by_seed(trained(rows))
     return losses, (heads[0] if heads else None), "" if losses else NO_TWICE
 
 
@@ -124,7 +124,7 @@ def unlike_the_contest(t, study: pd.DataFrame, own: pd.DataFrame, may_change: tu
 def study_cells_trained(rows: pd.DataFrame, what: str) -> list[pp.Condition]:
     """A study's cells as a row reads them: none diverged (the pairing leaves a diverged cell out, so it is
     counted here) and none still improving."""
-    diverged = int(rows.diverged.astype(str).eq("True").sum()) if "diverged" in rows else 0
+    diverged = len(rows) - len(trained(rows))
     plateau = pp.cells_plateau(rows, what)
     return [pp.Condition(f"no {what} diverged", not diverged,
                          f"{diverged} of {len(rows)} diverged" if diverged else f"none of {len(rows)}"),

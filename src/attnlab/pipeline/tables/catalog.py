@@ -126,7 +126,7 @@ def catalog_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
 
 
 def diverged(cells: pd.DataFrame) -> int:
-    return int(cells.diverged.fillna(False).astype(bool).sum()) if "diverged" in cells else 0
+    return len(cells) - len(trained(cells))
 
 
 def _paired(estimate: statistics.Estimate, first: dict, second: dict) -> dict:
