@@ -26,36 +26,35 @@ include: "workflow/rules/writeup.smk"
 # have and compute nodes often lack).
 
 
+# Every cell trained and every table collected: what `all` asks for before the ledger, figures and writeup, and
+# all that `snakemake tables` asks for (on a cluster, every job but training runs on the submitting node: the
+# figures and the writeup after, where a browser is).
+CELLS_AND_TABLES = dict(
+    tables=PLAN.tables,
+    studies=PLAN.study_tables,
+    composability=PLAN.composability_tables,
+    ladder=PLAN.ladder_outputs,
+    rounds=PLAN.rounds_tables,
+    timing=PLAN.step_times,
+    missing=PLAN.missing_cells(),
+    asked=PLAN.missing_decisions(),
+)
+
+
 rule all:
     default_target: True
     input:
-        tables=PLAN.tables,
+        **CELLS_AND_TABLES,
         ledger=PLAN.ledger,
         figures=PLAN.figures,
         writeup=[str(paths.WRITEUP_NOTEBOOK), str(paths.WRITEUP_HTML)],
         printed=PLAN.printed_writeup,
-        studies=PLAN.study_tables,
-        composability=PLAN.composability_tables,
-        ladder=PLAN.ladder_outputs,
-        rounds=PLAN.rounds_tables,
-        timing=PLAN.step_times,
-        missing=PLAN.missing_cells(),
-        asked=PLAN.missing_decisions(),
     localrule: True
 
 
-# Every cell trained and every table collected, no figure, ledger or writeup: `snakemake tables` on a cluster
-# (every job but training runs on the submitting node), the figures and the writeup after, where a browser is.
 rule tables:
     input:
-        tables=PLAN.tables,
-        studies=PLAN.study_tables,
-        composability=PLAN.composability_tables,
-        ladder=PLAN.ladder_outputs,
-        rounds=PLAN.rounds_tables,
-        timing=PLAN.step_times,
-        missing=PLAN.missing_cells(),
-        asked=PLAN.missing_decisions(),
+        **CELLS_AND_TABLES,
     localrule: True
 
 
