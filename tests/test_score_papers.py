@@ -270,6 +270,10 @@ def test_fox_without_position_embeddings_against_softmax_with_them():
     assert row.verdict == HOLDS and "fox without position embeddings / softmax with them" in row.measured
     assert "/ fox with them" in row.measured and "whose text is not among this project's sources" in row.quote
     assert "a tuned LR could only lower the loss without them" in row.preconditions
+    # a mean under the margin whose interval crosses it: a rule reading the mean alone would call it held
+    close = check(length_papers.fox_needs_no_positions, positions_frames(1.008))
+    assert close.verdict == INCONCLUSIVE and close.seeds_to_resolve
+    assert "+0.8" in close.measured.split(";")[0] and "1.01" in close.check
     worse = check(length_papers.fox_needs_no_positions, positions_frames(1.03))
     assert worse.verdict == "inconclusive at catalog" and "would contradict it" in worse.lean
     assert "not within 1% of softmax with them" in worse.lean and "may be the LR's" in worse.preconditions
