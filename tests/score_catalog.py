@@ -175,6 +175,35 @@ def fox_weights(q, k, score):
     return _rows(s + forget, lambda r, _: _softmax(r))
 
 
+def diff_output(q, k, v, score, layer: int = 1):
+    """Differential attention's head outputs in float64, written out per differential head as the paper states
+    them: the pair's two softmax maps (query heads 2i and 2i+1), λ from its four vectors and λ_init, the
+    difference applied to the pair's 2d-wide values, RMS-normalised, scaled, and times 1 − λ_init."""
+    s = logits64(q, k)
+    maps = _rows(s, lambda r, _: _softmax(r))  # (B, H, T, S)
+    q1, k1, q2, k2 = np.asarray(score.lambda_vectors[...][layer], np.float64)
+    init = 0.8 - 0.6 * math.exp(-0.3 * layer)
+    lam = math.exp(q1 @ k1) - math.exp(q2 @ k2) + init
+    scale = np.asarray(score.norm_scale[...][layer], np.float64)
+    v64 = np.asarray(v, np.float64)
+    batch, length, heads, width = v64.shape
+    out = np.zeros((batch, length, heads, width))
+    for i in range(heads // 2):
+        values = np.concatenate([v64[:, :, 2 * i], v64[:, :, 2 * i + 1]], axis=-1)  # (B, S, 2d)
+        a = maps[:, 2 * i] - lam * maps[:, 2 * i + 1]  # (B, T, S)
+        head = np.einsum("bts,bse->bte", a, values)
+        head = head / np.sqrt((head**2).mean(-1, keepdims=True) + 1e-5) * scale * (1.0 - init)
+        out[:, :, 2 * i], out[:, :, 2 * i + 1] = head[..., :width], head[..., width:]
+    return out
+
+
+LAMBDA_VECTORS = [[[0.3, -0.2, 0.1, 0.4, -0.1, 0.2, 0.0, 0.5]] * 4, [[-0.4, 0.3, 0.2, -0.1, 0.6, -0.3, 0.1, 0.2],
+                                                                     [0.5, 0.1, -0.2, 0.3, 0.2, 0.4, -0.5, 0.1],
+                                                                     [0.2, -0.6, 0.3, 0.1, -0.2, 0.5, 0.4, -0.3],
+                                                                     [-0.1, 0.2, 0.5, -0.4, 0.3, 0.1, 0.2, 0.6]]]
+NORM_SCALES = [[1.0] * 16, [0.5, 1.5, -0.7, 2.0] * 4]  # (layers, 2d): layer 1 off its start, both signs
+
+
 @dataclasses.dataclass(frozen=True)
 class Reference:
     """A catalogued score function as the shared tests use it: built at a state worth testing, its float64
@@ -192,6 +221,22 @@ class Reference:
     plain_telemetry: bool = False
     row_mass: bool = False
     per_head: Callable[[dict], int] = lambda model: 1  # parameters it learns per layer and head, at a model section
+    # its float64 head outputs (q, k, v) -> (B,T,H,D) where its step after the weights is its own (differential
+    # attention), else None: its weights applied to the values
+    own_output: Callable[[object, object, object], np.ndarray] | None = None
+    extra: Callable[[dict], int] | None = None  # its parameters beyond softmax in all, where not per layer and head
+    learned_shape: Callable[[dict], tuple] = lambda model: (model["layers"], model["heads"])  # its learned scalar's
+    scalar: str | None = None  # the learned scalar its bundle reports, where it is not `learned` itself
+
+    def output(self, q, k, v) -> np.ndarray:
+        """The float64 head outputs the dense and the blockwise path must both equal."""
+        if self.own_output is not None:
+            return self.own_output(q, k, v)
+        return np.einsum("bhts,bshd->bthd", self.weights(q, k), np.asarray(v, np.float64))
+
+    def beyond_softmax(self, model: dict) -> int:
+        """The parameters it learns beyond softmax at a config's model section."""
+        return self.extra(model) if self.extra is not None else model["layers"] * model["heads"] * self.per_head(model)
 
 
 CATALOG = [
@@ -209,4 +254,14 @@ CATALOG = [
     Reference("fox", lambda: make("fox", forget_bias=SINKS),
               lambda q, k: fox_weights(q, k, make("fox", forget_bias=SINKS)), "forget_bias", lambda model: 0.0,
               per_head=lambda model: model["d_model"] + 1),  # the gate's weights over every head's key, and its bias
+    Reference("diff", lambda: make("diff", lambda_vectors=LAMBDA_VECTORS, norm_scale=NORM_SCALES),
+              lambda q, k: _rows(logits64(q, k), lambda r, _: _softmax(r)), "lambda_vectors",
+              own_output=lambda q, k, v: diff_output(q, k, v, make("diff", lambda_vectors=LAMBDA_VECTORS,
+                                                                   norm_scale=NORM_SCALES)),
+              # per layer: four λ vectors and the per-head normalisation's scale, d_head and 2 d_head wide
+              extra=lambda model: model["layers"] * 6 * model["d_model"] // model["heads"],
+              # λ per layer, reported as `lambda`: it starts at λ_init plus what the random vectors add
+              scalar="lambda", initial=lambda model: [0.8 - 0.6 * math.exp(-0.3 * layer)
+                                                      for layer in range(model["layers"])],
+              learned_shape=lambda model: (model["layers"],)),
 ]

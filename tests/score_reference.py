@@ -11,6 +11,8 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
+from attnlab.training.model import attention_heads
+
 
 LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
 # key blocks below the window, dividing it or not, and one wider than the window (the dense case)
@@ -41,12 +43,7 @@ def output_and_grads(score, q, k, v, impl, block, layer=1):
 
     def loss(params, q, k, v):
         module = nnx.merge(graphdef, params, rest)
-        if impl == "dense":
-            out = jnp.einsum("bhts,bshd->bthd", module(q, k, layer).weights, v)
-        else:
-            from attnlab.training.attention.blockwise import blockwise_attention
-
-            out = blockwise_attention(q, k, v, module.blockwise(q, k, layer), block)
+        out, _ = attention_heads(module, q, k, v, layer, block=None if impl == "dense" else block)
         return (out * probe).sum(), out
 
     (_, out), grads = jax.jit(jax.value_and_grad(loss, argnums=(0, 1, 2, 3), has_aux=True))(params, q, k, v)
@@ -95,14 +92,19 @@ def parameters_beyond_softmax(variant: str) -> tuple[int, dict]:
     return counts[variant] - counts["softmax"], cfg["model"]
 
 
-def assert_blockwise_equals_dense_and_reference(score, naive_weights, kv_heads, block, scale=2.0) -> list:
+def weights_times_values(naive_weights):
+    """A float64 reference output from a float64 reference's weights: the weights applied to the values."""
+    return lambda q, k, v: np.einsum("bhts,bshd->bthd", naive_weights(q, k), np.asarray(v, np.float64))
+
+
+def assert_blockwise_equals_dense_and_reference(score, naive_output, kv_heads, block, scale=2.0) -> list:
     """The blockwise output and gradients equal the dense path's, and the dense output equals the float64
-    reference's weights (naive_weights(q, k)) applied to the values; returns the dense gradients."""
+    reference's (naive_output(q, k, v), layer 1's head outputs); returns the dense gradients."""
     q, k, v = inputs(kv_heads, scale=scale)
     dense, dense_grads = output_and_grads(score, q, k, v, "dense", block)
     blockwise, blockwise_grads = output_and_grads(score, q, k, v, "blockwise", block)
     assert_close(blockwise, dense)
-    assert_close(dense, np.einsum("bhts,bshd->bthd", naive_weights(q, k), np.asarray(v, np.float64)))
+    assert_close(dense, naive_output(q, k, v))
     for a, b in zip(blockwise_grads, dense_grads, strict=True):
         assert_close(a, b)
     return dense_grads

@@ -19,7 +19,7 @@ from attnlab.core.variants import VARIANTS, UnknownVariantError
 from attnlab.training.attention import score_class
 from attnlab.training.probe import row_distribution
 
-LAYERS, HEADS, DHEAD, BLOCK = 2, 3, 8, 16
+LAYERS, HEADS, DHEAD, BLOCK = 2, 4, 8, 16  # an even head count: differential attention pairs heads
 
 
 def make_score(variant):

@@ -15,9 +15,8 @@ from flax import nnx
 from attnlab.core.config import validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.training.attention import VARIANTS, score_class
-from attnlab.training.attention.blockwise import blockwise_attention
 from attnlab.training.masks import random_uint16, random_uint16_columns
-from attnlab.training.model import GPT, ModelConfig
+from attnlab.training.model import GPT, ModelConfig, attention_heads
 
 LAYERS, HEADS, DHEAD, BATCH, LENGTH = 2, 4, 8, 2, 12
 TOL = 1e-4  # float32: elementwise relative, and absolute relative to the array's largest entry
@@ -45,9 +44,7 @@ def attend(score, q, k, v, impl, block, layer=1):
     """Attention output (B,T,H,D); k and v have kv_heads heads, shared by groups of query heads."""
     group = q.shape[2] // k.shape[2]
     k, v = jnp.repeat(k, group, axis=2), jnp.repeat(v, group, axis=2)
-    if impl == "dense":
-        return jnp.einsum("bhts,bshd->bthd", score(q, k, layer).weights, v)
-    return blockwise_attention(q, k, v, score.blockwise(q, k, layer), block)
+    return attention_heads(score, q, k, v, layer, block=None if impl == "dense" else block)[0]
 
 
 def output_and_grads(score, q, k, v, impl, block):

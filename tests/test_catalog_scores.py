@@ -34,7 +34,7 @@ BY_NAME = pytest.mark.parametrize("ref", CATALOG, ids=[ref.variant for ref in CA
 @pytest.mark.parametrize("kv_heads,block", BLOCK_CASES)
 def test_blockwise_output_and_gradients_equal_dense_and_the_reference(ref, kv_heads, block):
     score = ref.build()
-    dense_grads = assert_blockwise_equals_dense_and_reference(score, ref.weights, kv_heads, block)
+    dense_grads = assert_blockwise_equals_dense_and_reference(score, ref.output, kv_heads, block)
     if ref.learned is not None:  # its parameters come first among the gradients
         assert np.abs(np.asarray(dense_grads[0])).max() > 0, f"{ref.learned} learns"
 
@@ -67,7 +67,7 @@ def test_parameters_beyond_softmax_are_per_layer_and_head_only_where_it_learns_t
     if ref.learned is None:
         assert extra == 0 and not nnx.state(ref.build(), nnx.Param)
     else:
-        assert extra == model["layers"] * model["heads"] * ref.per_head(model)
+        assert extra == ref.beyond_softmax(model)
 
 
 @BY_NAME
@@ -79,6 +79,7 @@ def test_a_smoke_sized_cell_trains_and_its_bundle_records_what_it_learned(ref, t
     if ref.learned is None:
         assert "learned" not in bundle and ("mass_auroc" in telemetry) == ref.row_mass
         return
-    values = np.asarray(bundle["learned"][ref.learned])
-    assert values.shape == (tiny_cfg["model"]["layers"], tiny_cfg["model"]["heads"])
-    assert np.any(np.abs(values - np.float32(ref.initial(tiny_cfg["model"]))) > 1e-6), f"{ref.learned} trained"
+    learned = ref.scalar or ref.learned
+    values = np.asarray(bundle["learned"][learned])
+    assert values.shape == ref.learned_shape(tiny_cfg["model"])
+    assert np.any(np.abs(values - np.asarray(ref.initial(tiny_cfg["model"]), np.float32)) > 1e-6), f"{learned} trained"

@@ -273,7 +273,7 @@ def test_the_catalogs_studies_of_twice_the_heads_and_of_fox_without_positions_fe
     assert plan.ledger_study_tables == [str(paths.study_runs("heads")), str(paths.study_runs("positions"))]
     for table in ("runs_heads", "runs_positions"):
         assert table in plan.ledger_optional and table in plan.optional_tables
-    heads, positions = plan.config["studies"]
+    heads, positions = plan.config["studies"][:2]
     assert heads["model"]["heads"] == 2 * plan.config["model"]["heads"] and heads["variants"] == ["softmax"]
     assert positions["model"] == {"position": "none"} and positions["variants"] == ["fox"]
     assert plan.config["model"].get("position", "learned") == "learned"

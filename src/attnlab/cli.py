@@ -79,7 +79,7 @@ def train(cfg: dict, args) -> int:
     """One cell as a pack of one (attnlab.training.pack.run_pack, the rules' trainer). Checks the cell and --out
     first: nothing is fetched or computed for a command that would be refused."""
     from attnlab.core.cell import check_cell
-    from attnlab.core.config import cell_slice
+    from attnlab.core.config import cell_slice, variant_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
     from attnlab.training.files.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
@@ -94,8 +94,9 @@ def train(cfg: dict, args) -> int:
     configure_runtime(args.threads, args.compile_cache)
     settle_on_cpus(args.threads)
     try:
-        done = run_pack(cell_slice(cfg), [key], corpus, None, checkpoint_dir=args.checkpoint_dir,
-                        code_fingerprint=training_fingerprint(args.variant), outs=[args.out])
+        done = run_pack(variant_slice(cell_slice(cfg), args.variant), [key], corpus, None,
+                        checkpoint_dir=args.checkpoint_dir, code_fingerprint=training_fingerprint(args.variant),
+                        outs=[args.out])
     except DiskFullError as err:
         print(f"error: {err}", file=sys.stderr)
         return 2

@@ -22,7 +22,8 @@ from attnlab.core.errors import ConfigError
 from attnlab.core.estimate import check_bounds
 from attnlab.core.schema import SCHEMA_NAME, SLICE_SECTIONS, Validator, schema  # noqa: F401  (re-exported)
 from attnlab.core.strict_yaml import parse_yaml
-from attnlab.core.variants import EXTERNAL, VARIANTS, UnknownVariantError, check_variant, plugin_problem
+from attnlab.core.variants import EXTERNAL, VARIANTS, UnknownVariantError, check_variant, declared, \
+    plugin_problem
 
 AUTO = "auto"
 MAX_CONFIG_BYTES = 1 << 20  # configs are a few KB of text
@@ -111,6 +112,7 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
     model, train, telemetry = cfg["model"], cfg["train"], cfg["telemetry"]
     if model["d_model"] % model["heads"]:
         problems.append(f"model.heads: {model['heads']} does not divide model.d_model {model['d_model']}")
+    problems += _variant_problems(cfg)
     if model.get("kv_heads") is not None and (problem := kv_heads_problem(model["kv_heads"], model["heads"])):
         problems.append(f"model.kv_heads: {problem} (null means heads)")
     if train["eval_every"] > train["steps"]:
@@ -140,6 +142,72 @@ def check_semantics(cfg: dict, source: str = "config") -> None:
         raise ConfigError(f"{source}: " + "; ".join(problems))
 
 
+def _variant_problems(cfg: dict) -> list[str]:
+    """What a variant's module declares (attnlab.core.variants.declared): the settings model.variant_options gives
+    it within their declared ranges, and a head count it can pair."""
+    problems = []
+    for variant in (v for v in cfg["variants"] if v in VARIANTS):
+        multiple = declared(variant).heads_multiple
+        if cfg["model"]["heads"] % multiple:
+            problems.append(f"model.heads: {variant} needs a multiple of {multiple} heads, not "
+                            f"{cfg['model']['heads']}; pick another head count or leave {variant} out")
+    for variant, given in cfg["model"].get("variant_options", {}).items():
+        key = f"model.variant_options.{variant}"
+        if variant not in VARIANTS:
+            problems.append(f"{key}: {variant!r} is no variant; valid variants are: {', '.join(VARIANTS)}")
+            continue
+        settings = declared(variant).settings
+        if not settings:
+            problems.append(f"{key}: {variant} declares no settings; remove the entry")
+            continue
+        spec = {"type": "object", "additionalProperties": False, "properties": settings}
+        for error in sorted(Validator(spec).iter_errors(given), key=lambda e: list(e.absolute_path)):
+            where = ".".join([key, *map(str, error.absolute_path)])
+            if error.validator == "additionalProperties":
+                problems.append(f"{where}: {error.message}; {variant}'s settings are {', '.join(settings)}")
+            else:
+                name = error.absolute_path[0] if error.absolute_path else None
+                allowed = _allowed(settings[name]) if name in settings else ""
+                problems.append(f"{where}: {error.message}" + (f" (allowed: {allowed})" if allowed else ""))
+    return problems
+
+
+def _allowed(setting: dict) -> str:
+    """A declared setting's valid values in words: 'an integer from 1 to 16'."""
+    kind = {"integer": "an integer", "number": "a number", "boolean": "true or false"}.get(setting.get("type"), "")
+    if "enum" in setting:
+        return "one of " + ", ".join(map(str, setting["enum"]))
+    low, high = setting.get("minimum"), setting.get("maximum")
+    bounds = (f" from {low} to {high}" if low is not None and high is not None else
+              f" of at least {low}" if low is not None else f" of at most {high}" if high is not None else "")
+    return f"{kind}{bounds}".strip()
+
+
+def variant_slice(sliced: dict, variant: str) -> dict:
+    """A folder's config slice as one variant's cells are identified by it: model.variant_options narrowed to that
+    variant's entry (the key left out where it has none), so one variant's settings never change another's cells."""
+    options = sliced.get("model", {}).get("variant_options")
+    if options is None:
+        return sliced
+    model = {k: v for k, v in sliced["model"].items() if k != "variant_options"}
+    if options.get(variant):
+        model["variant_options"] = {variant: options[variant]}
+    return {**sliced, "model": model}
+
+
+def _set_away_from_defaults(options: dict) -> dict:
+    """model.variant_options with every setting at its declared default left out, and every variant left with
+    none: a setting given at its default changes no cell."""
+    kept = {}
+    for variant, given in sorted(options.items()):
+        settings = declared(variant).settings if variant in VARIANTS else {}
+        own = {name: value for name, value in sorted(given.items())
+               if name not in settings or to_json(value) != to_json(settings[name].get("default"))}
+        if own:
+            kept[variant] = own
+    return kept
+
+
 def _per_variant_problems(mapping: dict, key: str, variants: list, missing: str) -> list[str]:
     """A mapping keyed by variant names exactly this file's variants: none unknown, none missing."""
     problems = [f"{key}.{v}: {v!r} is not in this file's variants {variants}; remove it or add the variant"
@@ -164,6 +232,8 @@ def cell_slice(cfg: dict, node_schema: dict | None = None) -> dict:
     node_schema = schema() if node_schema is None else node_schema
     sliced = {key: copy.deepcopy(cfg[key]) for key in ("name", *SLICE_SECTIONS)}
     sliced["data"] = {k: v for k, v in sliced["data"].items() if k not in ("path", "url")}
+    if "variant_options" in sliced["model"]:
+        sliced["model"]["variant_options"] = _set_away_from_defaults(sliced["model"]["variant_options"])
     for section in SLICE_SECTIONS:
         spec = node_schema["properties"][section]
         always = set(spec.get(IDENTITY_KEYS, ()))

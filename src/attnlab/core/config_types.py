@@ -27,6 +27,9 @@ class ModelConfig:
     attention_impl: str = "dense"  # "dense" (T x T weights) or "blockwise" (keys in blocks, running normaliser)
     attention_block: int = 64  # keys per block of the blockwise path (need not divide block_size)
     position: str = "learned"  # "learned" (an embedding of block_size positions) or "none"
+    # this variant's own settings, ((name, value), ...) sorted (model.variant_options; its module declares them and
+    # their defaults, attnlab.core.variants.declared_settings): what its score module is built with beyond the shape
+    variant_options: tuple[tuple[str, object], ...] = ()
 
     @property
     def d_head(self) -> int:
@@ -83,6 +86,7 @@ def model_config(cfg: dict, variant: str, vocab_size: int) -> ModelConfig:
         a3_embed_dim=m.get("a3_embed_dim"), kv_heads=m.get("kv_heads"),
         attention_impl=m.get("attention_impl", "dense"), attention_block=m.get("attention_block", 64),
         position=m.get("position", "learned"),
+        variant_options=tuple(sorted((m.get("variant_options") or {}).get(variant, {}).items())),
     )
 
 

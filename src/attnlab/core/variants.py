@@ -14,8 +14,10 @@ from __future__ import annotations
 import ast
 import importlib.util
 import re
+from functools import lru_cache
 from importlib.metadata import entry_points
 from pathlib import Path
+from typing import NamedTuple
 
 # variant name -> "module:class" of its score function (imported only when a model is built)
 VARIANTS: dict[str, str] = {
@@ -37,6 +39,7 @@ VARIANTS: dict[str, str] = {
     "spherical_yat": "attnlab.training.attention.spherical_yat:SphericalYatScore",
     "slay": "attnlab.training.attention.slay:SlayScore",
     "fox": "attnlab.training.attention.fox:ForgettingScore",
+    "diff": "attnlab.training.attention.diff:DifferentialScore",
 }
 
 BASELINE = "softmax"  # what every paired comparison is against (the table contract re-exports it)
@@ -150,6 +153,41 @@ def _module_file(module: str) -> Path | None:
             if file.is_file():
                 return file
     return None
+
+
+class Declared(NamedTuple):
+    """What a variant's module declares about itself, read from its source without importing it (the config check
+    runs before JAX loads): `settings`, its own settings as JSON-schema properties (each with its default), which a
+    config sets under model.variant_options.<variant>; `heads_multiple`, what the model's heads must be a multiple
+    of. Shared and read-only."""
+
+    settings: dict = {}
+    heads_multiple: int = 1
+
+
+DECLARED_NAMES = {"SETTINGS": "settings", "HEADS_MULTIPLE": "heads_multiple"}  # module-level literal -> field
+
+
+@lru_cache(maxsize=None)
+def declared(name: str) -> Declared:
+    """The module-level literals SETTINGS and HEADS_MULTIPLE of a variant's module (empty and 1 where absent);
+    a literal that is not one (a computed value) is refused, naming the module."""
+    module = variant_module(name)
+    file = _module_file(module)
+    if file is None:
+        return Declared({})
+    found = {}
+    for node in ast.parse(file.read_text(encoding="utf-8"), str(file)).body:
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(node, ast.AnnAssign) \
+            else []
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in DECLARED_NAMES and node.value is not None:
+                try:
+                    found[DECLARED_NAMES[target.id]] = ast.literal_eval(node.value)
+                except ValueError:
+                    raise UnknownVariantError(f"{module}: {target.id} must be written as a literal (the config "
+                                              "check reads it without importing the module)") from None
+    return Declared(**found)
 
 
 def variant_module(name: str) -> str:

@@ -16,7 +16,10 @@ not change; otherwise queries get a d x d Linear and keys and values one
 d x (2 kv_heads d_head) Linear. Attention is computed densely (the T x T
 weights, which the telemetry probe reads) or, with attention_impl
 "blockwise", key block by key block (attention.blockwise); probe=True always
-takes the dense path.
+takes the dense path. On either path the score function's weights meet the
+values through attention_heads below: weights x values unless the score
+function owns that step (attention.base.head_outputs). The score module is
+built with the variant's own settings (ModelConfig.variant_options).
 """
 
 from __future__ import annotations
@@ -29,7 +32,7 @@ from attnlab.core.cell import kv_heads_problem
 from attnlab.core.config_types import ModelConfig
 from attnlab.training.attention import score_class
 from attnlab.training.dense import Dense
-from attnlab.training.attention.base import ScoreOutput
+from attnlab.training.attention.base import ScoreOutput, head_outputs
 from attnlab.training.attention.blockwise import blockwise_attention
 from attnlab.training.masks import bits16_keep, random_uint16
 
@@ -95,14 +98,38 @@ class Attention(nnx.Module):
         batch, length, _ = x.shape
         cfg = self.cfg
         q, k, v = self.project(x)
-        if cfg.attention_impl == "blockwise" and not dense:
-            mixed = blockwise_attention(q, k, v, score.blockwise(q, k, layer), cfg.attention_block,
-                                        dropout_rate=cfg.dropout, dropout_key=weights_key)
-            return self.proj(mixed.reshape(batch, length, cfg.d_model)), None
+        block = cfg.attention_block if cfg.attention_impl == "blockwise" and not dense else None
+        heads, out = attention_heads(score, q, k, v, layer, block=block, dropout_rate=cfg.dropout,
+                                     dropout_key=weights_key, masks=cfg.dropout_masks)
+        return self.proj(heads.reshape(batch, length, cfg.d_model)), out
+
+
+def attention_heads(score: nnx.Module, q, k, v, layer: int, *, block: int | None = None, dropout_rate: float = 0.0,
+                    dropout_key: jax.Array | None = None,
+                    masks: str = "bits16") -> tuple[jnp.ndarray, ScoreOutput | None]:
+    """One layer's head outputs (B,T,H,D) from q, k, v (B,T,H,D), and the dense path's ScoreOutput (None when
+    `block` asks for the blockwise path, which builds no weights).
+
+    Either path hands the score function `attend(values)`: its weights, dropped out as training drops them,
+    times any per-key values (B,S,H,E). By default the head outputs are attend(v); a score function that owns
+    the step after its weights (differential attention's per-head normalisation) defines
+    head_outputs(attend, v, layer) and returns them itself (attention.base.head_outputs), the same way on both
+    paths.
+    """
+    if block is not None:
+        scorer = score.blockwise(q, k, layer)
+        out = None
+
+        def attend(values):
+            return blockwise_attention(q, k, values, scorer, block, dropout_rate=dropout_rate,
+                                       dropout_key=dropout_key)
+    else:
         out = score(q, k, layer)
-        weights = dropout(out.weights, cfg.dropout, weights_key, cfg.dropout_masks)
-        mixed = jnp.einsum("bhts,bshd->bthd", weights, v).reshape(batch, length, cfg.d_model)
-        return self.proj(mixed), out
+        weights = dropout(out.weights, dropout_rate, dropout_key, masks)
+
+        def attend(values):
+            return jnp.einsum("bhts,bshd->bthd", weights, values)
+    return head_outputs(score, attend, v, layer), out
 
 
 class Block(nnx.Module):
@@ -139,7 +166,7 @@ class GPT(nnx.Module):
         # Created last so the skeleton's initial weights do not depend on the variant.
         self.score = score_class(cfg.variant)(
             layers=cfg.layers, heads=cfg.heads, d_head=cfg.d_head, block_size=cfg.block_size, rngs=rngs,
-            a3_embed_dim=cfg.a3_embed_dim,
+            a3_embed_dim=cfg.a3_embed_dim, **dict(cfg.variant_options),
         )
 
     def __call__(self, tokens: jnp.ndarray, dropout_key: jax.Array | None = None, probe: bool = False):

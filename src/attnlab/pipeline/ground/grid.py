@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from attnlab.core import studies as studies_mod
-from attnlab.core.config import AUTO, cell_slice, to_json
+from attnlab.core.config import AUTO, cell_slice, to_json, variant_slice
 from attnlab.core.corpus import local_copy
 from attnlab.core.errors import ConfigError
 from attnlab.core.cell_key import CellKey
@@ -44,14 +44,16 @@ class Grid:
             keys, identities = self._keys.setdefault(study.name, []), []
             for point in study.points():
                 sliced = cell_slice(studies_mod.resolved(cfg, study.fixed + point))
-                identity, home = to_json(sliced), study_place(study.name, point)
+                home = study_place(study.name, point)
                 self._slices.setdefault(home, sliced)
                 self._where.setdefault(home, where(study, point))
-                homes.setdefault(identity, [])
-                if home not in homes[identity]:
-                    homes[identity].append(home)
-                identities.append(identity)
                 for variant in study.variants:
+                    # a cell's identity: its folder's slice as its variant reads it (its own settings alone)
+                    identity = to_json(variant_slice(sliced, variant))
+                    homes.setdefault(identity, [])
+                    if home not in homes[identity]:
+                        homes[identity].append(home)
+                    identities.append(identity)
                     lrs = study.lrs_of(variant)
                     lrs = lrs if lrs is not None else [self.contest_lr.get(variant)]
                     for lr in (lr for lr in lrs if lr is not None):
@@ -85,9 +87,11 @@ class Grid:
             return dict(self._slices)
         return {p: self._slices[p] for p in self._reads.get(study, ())}
 
-    def slice_at(self, folder_place: str) -> dict:
-        """The config slice of the cells trained under results/<place> (every study folder has one)."""
-        return self._slices[folder_place]
+    def slice_at(self, folder_place: str, variant: str | None = None) -> dict:
+        """The config slice of the cells trained under results/<place> (every study folder has one); with a
+        variant, as that variant's cells are identified by it (attnlab.core.config.variant_slice)."""
+        sliced = self._slices[folder_place]
+        return sliced if variant is None else variant_slice(sliced, variant)
 
     def places(self) -> dict[str, str]:
         """{place: the study and axis values it stands for, as a message names them} of every folder."""

@@ -37,9 +37,10 @@ class TrainRules:
 
 
     def cell_slice(self, wildcards) -> dict:
-        """The config slice of the cells in one folder (paths.place): the identity train_cell's params carry."""
+        """The config slice of one variant's cells in one folder (paths.place): the identity train_cell's params
+        carry (a pack's variant, or the cell's)."""
         try:
-            return self.grid.slice_at(wildcards.place)
+            return self.grid.slice_at(wildcards.place, getattr(wildcards, "variant", None))
         except KeyError:
             raise LookupError(f"{paths.RESULTS / wildcards.place} is no folder of this config's studies") from None
 

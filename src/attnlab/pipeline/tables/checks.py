@@ -17,6 +17,7 @@ import shlex
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
+from attnlab.core.config import variant_slice
 from attnlab.core.config_types import PACK_MODES
 from attnlab.pipeline.ground.bundle_reader import read_bundle
 from attnlab.pipeline.ground.contest_grid import ContestGrid
@@ -156,7 +157,7 @@ def check_expected(bundles: list[dict], expected: dict) -> None:
             differences.append(f"code fingerprint {recorded} in the bundle, {code[b['variant']]} expected")
         config = b["config"] if isinstance(b["config"], dict) else {}
         differences += _slice_differences({k: v for k, v in config.items() if k not in CELL_KEYS},
-                                          _jsonable(slices[root]))
+                                          _jsonable(variant_slice(slices[root], b["variant"])))
         if differences:
             stale.append((folder, b, differences))
     if stale:

@@ -99,6 +99,18 @@ class BlockScorer(NamedTuple):
     keyed: tuple[jnp.ndarray, ...] = ()
 
 
+def head_outputs(score, attend: Callable[[jnp.ndarray], jnp.ndarray], v: jnp.ndarray, layer: int) -> jnp.ndarray:
+    """A layer's head outputs (B,T,H,D): the score function's own head_outputs(attend, v, layer) where it defines
+    one, else attend(v), its weights times the values.
+
+    attend(values (B,S,H,E)) -> (B,T,H,E) is sum_j w_ij values_j with the weights of the path in use (dense or
+    blockwise, dropout included), so a score function that owns this step (differential attention: two maps per
+    head and a per-head normalisation) writes it once for both paths.
+    """
+    own = getattr(score, "head_outputs", None)
+    return attend(v) if own is None else own(attend, v, layer)
+
+
 def causal_mask(length: int) -> jnp.ndarray:
     """(T, T) boolean, True where key j is visible to query i (j <= i)."""
     return jnp.tril(jnp.ones((length, length), dtype=bool))

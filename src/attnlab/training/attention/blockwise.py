@@ -40,11 +40,12 @@ from attnlab.training.masks import bits16_keep, random_uint16_columns
 
 def blockwise_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, scorer: BlockScorer, block: int, *,
                         dropout_rate: float = 0.0, dropout_key: jax.Array | None = None) -> jnp.ndarray:
-    """q (B,T,H,D), k and v (B,T,H,D) -> (B,T,H,D): sum_j w_ij v_j for the scorer's weights w.
+    """q and k (B,T,H,D), v (B,T,H,E) -> (B,T,H,E): sum_j w_ij v_j for the scorer's weights w (E is D unless a
+    score function hands wider values: attention.base.head_outputs).
 
     dropout_key None (evaluation) or dropout_rate 0 means no dropout.
     """
-    batch, length, heads, d_head = q.shape
+    batch, length, heads, _ = q.shape
     block = min(block, length)
     n_blocks = -(-length // block)
     padded = n_blocks * block
@@ -74,7 +75,7 @@ def blockwise_attention(q: jnp.ndarray, k: jnp.ndarray, v: jnp.ndarray, scorer: 
         acc = acc + jnp.einsum("bhtk,bkhd->bhtd", weights, v_blk)
         return (stats, acc), None
 
-    init = (normaliser.start((batch, heads, length), q.dtype), jnp.zeros((batch, heads, length, d_head), q.dtype))
+    init = (normaliser.start((batch, heads, length), q.dtype), jnp.zeros((batch, heads, length, v.shape[-1]), q.dtype))
     xs = (jnp.arange(n_blocks), blocks(k), blocks(v), tuple(blocks(a) for a in scorer.keyed))
     (stats, acc), _ = jax.lax.scan(body, init, xs)
     return jnp.swapaxes(normaliser.finish(stats, acc), 1, 2)

@@ -35,8 +35,8 @@ import jax.numpy as jnp
 from flax import nnx
 
 from attnlab.core.constants import KERNEL_NORMALISER_EPS
-from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, kernel_weights, \
-    masked_softmax
+from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput, causal_mask, head_outputs, \
+    kernel_weights, masked_softmax
 
 
 def window_softmax(scores: jnp.ndarray, mask: jnp.ndarray) -> jnp.ndarray:
@@ -134,3 +134,7 @@ class Renormalised(nnx.Module):
 
     def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
         return self.inner.blockwise(q, k, layer)._replace(normaliser=self.normaliser)
+
+    def head_outputs(self, attend, v: jnp.ndarray, layer: int) -> jnp.ndarray:
+        """The inner module's step after its weights (attention.base.head_outputs): only the normaliser swaps."""
+        return head_outputs(self.inner, attend, v, layer)

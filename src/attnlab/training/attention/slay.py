@@ -31,7 +31,8 @@ same for every cell and every JAX version, and never trained: they are state
 of the model outside its parameters, which the optimiser does not see, made
 again from the seed wherever the model is built. R = 2, P = 8, M = 8 (F = 128)
 are the reference implementation's profiling defaults; the paper does not
-state the sizes of its language-model run.
+state the sizes of its language-model run. A config sets them, and the seed,
+per build or per study (model.variant_options.slay: SETTINGS below).
 
 The model's dense and blockwise paths compute these weights as every kernel
 variant's (quadratic in the window, which at a block of 128 is the cheaper
@@ -54,10 +55,22 @@ from attnlab.training.attention.base import BlockScorer, Normaliser, ScoreOutput
 from attnlab.training.attention.normalisers import KERNEL
 from attnlab.training.attention.spherical_yat import SPHERICAL_EPS, unit
 
-QUADRATURE_NODES = 2  # R
-ANCHORS = 8  # P
-RANDOM_FEATURES = 8  # M
-FEATURE_SEED = 2026  # every cell draws the same anchors and ω
+# The variant's settings (model.variant_options.slay in a config): their valid values, checked before any compute
+# (attnlab.core.variants.declared_settings reads this literal without importing JAX), and their defaults.
+SETTINGS = {
+    "nodes": {"type": "integer", "minimum": 1, "maximum": 16, "default": 2,
+              "description": "R, Gauss-Laguerre quadrature nodes of the 1/(C - 2x) factor"},
+    "anchors": {"type": "integer", "minimum": 1, "maximum": 256, "default": 8,
+                "description": "P, unit anchor directions of the x^2 factor"},
+    "features": {"type": "integer", "minimum": 1, "maximum": 1024, "default": 8,
+                 "description": "M, positive random features per node and head of the exponential factor"},
+    "seed": {"type": "integer", "minimum": 0, "maximum": 4294967295, "default": 2026,
+             "description": "the seed the anchors and the random features are drawn from (the same for every cell)"},
+}
+QUADRATURE_NODES = SETTINGS["nodes"]["default"]  # R
+ANCHORS = SETTINGS["anchors"]["default"]  # P
+RANDOM_FEATURES = SETTINGS["features"]["default"]  # M
+FEATURE_SEED = SETTINGS["seed"]["default"]  # every cell draws the same anchors and ω
 EXPONENT_CLIP = 10.0
 LINEAR_CHUNK = 64  # queries per step of the linear path's scan
 
@@ -148,11 +161,12 @@ class SlayScore(nnx.Module):
 
     normaliser: Normaliser = KERNEL
 
-    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
-        anchors, omega = feature_arrays(layers, heads, d_head)
-        self.anchors = FrozenFeatures(anchors)
+    def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, nodes: int = QUADRATURE_NODES,
+                 anchors: int = ANCHORS, features: int = RANDOM_FEATURES, seed: int = FEATURE_SEED, **_):
+        anchor_array, omega = feature_arrays(layers, heads, d_head, nodes, anchors, features, seed)
+        self.anchors = FrozenFeatures(anchor_array)
         self.omega = FrozenFeatures(omega)
-        nodes, weights = laguerre_rule(QUADRATURE_NODES)
+        nodes, weights = laguerre_rule(nodes)
         self.nodes, self.node_weights = tuple(map(float, nodes)), tuple(map(float, weights))  # static: hashable
 
     def features(self, u: jnp.ndarray, layer: int) -> jnp.ndarray:
