@@ -270,10 +270,13 @@ def test_the_catalogs_studies_of_twice_the_heads_and_of_fox_without_positions_fe
     embeddings): their cells' tables are inputs of the ledger and among the optional tables it reads, so the
     selective-attention row and forgetting attention's row on position embeddings can compare with them."""
     plan = Plan(config_file(workspace, "catalog"), SRC)
-    assert plan.ledger_study_tables == [str(paths.study_runs("heads")), str(paths.study_runs("positions"))]
-    for table in ("runs_heads", "runs_positions"):
+    studies = ("heads", "positions", "slay_small", "slay_large")  # and SLAY at fewer and more features
+    assert plan.ledger_study_tables == [str(paths.study_runs(name)) for name in studies]
+    for table in (f"runs_{name}" for name in studies):
         assert table in plan.ledger_optional and table in plan.optional_tables
-    heads, positions = plan.config["studies"][:2]
+    heads, positions, small, large = plan.config["studies"]
+    assert {small["model"]["variant_options"]["slay"]["features"], large["model"]["variant_options"]["slay"][
+        "features"]} == {2, 32} and small["variants"] == large["variants"] == ["slay"]
     assert heads["model"]["heads"] == 2 * plan.config["model"]["heads"] and heads["variants"] == ["softmax"]
     assert positions["model"] == {"position": "none"} and positions["variants"] == ["fox"]
     assert plan.config["model"].get("position", "learned") == "learned"

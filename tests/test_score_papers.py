@@ -19,8 +19,8 @@ from scipy import stats
 from attnlab.core import telemetry_stats
 from attnlab.core.config_types import ModelConfig
 from attnlab.pipeline import claims
-from attnlab.pipeline.claims import length_papers, score_papers, slay_paper
-from attnlab.pipeline.claims.common import SLAY_PAPER
+from attnlab.pipeline.claims import diff_paper, length_papers, score_papers, slay_paper
+from attnlab.pipeline.claims.common import BEYOND, DIFF_PAPER, SLAY_PAPER
 from attnlab.pipeline.report import telemetry as report_telemetry
 from attnlab.pipeline.tables import display
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, INCONCLUSIVE
@@ -163,13 +163,15 @@ def test_a_paper_claim_is_held_to_its_protocol():
 
 def test_a_build_without_the_variants_or_the_longer_windows_says_why():
     t = on_protocol(contest_frames({"softmax": [1.8, 1.81], "yat": [1.85, 1.86]}))
-    papers = (*length_papers.CHECKS, *score_papers.CHECKS, *slay_paper.CHECKS)
+    papers = (*length_papers.CHECKS, *score_papers.CHECKS, *slay_paper.CHECKS, *diff_paper.CHECKS)
     rows = {c.__name__: check(c, t) for c in papers}
     assert all(r.verdict == "not testable at catalog" for r in rows.values())
     assert "no stickbreaking or no softmax" in rows["stickbreaking_extrapolates"].interval
     assert "no selective or no softmax" in rows["selective_matches_twice_the_heads"].interval
     assert "no softpick or no softmax" in rows["softpick_no_sinks"].interval
-    assert {r.source for r in rows.values()} == set(claims.PAPERS)
+    assert "no diff or no softmax" in rows["diff_lower_loss"].interval
+    # every paper has its row; the one row of this project's own beside them (SLAY by feature count) is BEYOND
+    assert {r.source for r in rows.values()} - {BEYOND} == set(claims.PAPERS)
     assert all(c in claims.CHECKS for c in papers), "every paper's row is in the ledger"
 
 
@@ -318,7 +320,7 @@ def test_the_sinks_table_reads_per_variant_and_the_paragraph_names_each_papers_v
     assert "Activation kurtosis, largest first: softmax 6.50, cog 4.50, softpick 3.50." in text
     assert "Softpick has no attention sinks, at no loss cost: holds" in text
     assert "Cog attention's signed weights train at least as well as softmax: holds" in text
-    assert "8 of the papers' 10 claims are not testable at this build" in text  # no activation telemetry, slay, fox
+    assert "9 of the papers' 11 claims are not testable at this build" in text  # no telemetry, slay, fox, diff
     assert report_telemetry.sinks_results(SINKS.iloc[0:0], ledger).startswith("This build's bundles record no")
 
 
@@ -412,7 +414,80 @@ def test_slay_at_softmaxs_loss_holds_both_readings_and_a_costly_slay_contradicts
 
 def test_slay_rows_print_the_papers_numbers_not_words_and_need_their_cells():
     t = on_protocol(contest_frames({"softmax": [2.0, 2.01], "yat": [1.98, 1.99]}))
-    rows = [check(c, t) for c in slay_paper.CHECKS]
+    rows = [check(c, t) for c in (slay_paper.slay_near_softmax, slay_paper.slay_close_to_the_exact_kernel)]
     assert all(r.verdict == "not testable at catalog" for r in rows)
     assert all(r.source == SLAY_PAPER and "not among this project's sources" in r.quote for r in rows)
     assert "no slay" in rows[0].interval and "no slay or no yat" in rows[1].interval
+
+
+# ---- SLAY by feature count: what the approximation costs against its exact kernel
+
+
+def feature_frames(small: float, large: float, default: float = 1.02, noise=NOISE) -> dict:
+    """Five seeds: softmax, spherical_yat (the exact kernel) at 1.98, slay at the contest (M = 8, its default) at
+    `default` times the kernel's, and the studies slay_small (M = 2) and slay_large (M = 32) at `small` and `large`
+    times it, at slay's contest LR, changing nothing else."""
+    exact = [1.98, 1.99, 1.97, 1.98, 2.00]
+    t = frames({"softmax": LOSSES["softmax"], "spherical_yat": exact,
+                "slay": [x * default * e for x, e in zip(exact, noise)]})
+    for name, m, factor in (("slay_small", 2, small), ("slay_large", 32, large)):
+        t[f"runs_{name}"] = pd.DataFrame([{"study": name, "variant": "slay", "lr": 3e-3, "seed": seed,
+                                           "best_val_loss": x * factor * noise[seed], "diverged": False,
+                                           **same_config(t), slay_paper.FEATURES_COLUMN: m}
+                                          for seed, x in enumerate(exact)])
+    return t
+
+
+def test_slay_by_feature_count_reads_each_count_against_the_exact_kernel_and_the_most_against_the_fewest():
+    """More features costing less holds, costing more is contradicted, a gain inside the seeds' spread stays
+    open where a rule reading the means alone would call it held; the row names each count's cost."""
+    row = check(slay_paper.slay_cost_by_features, feature_frames(1.05, 1.005))
+    assert row.verdict == HOLDS and row.source == BEYOND, row
+    assert [part.split(":")[0] for part in row.measured.split("; ")] == ["M = 2", "M = 8", "M = 32"]
+    assert "slay / spherical_yat +5.0" in row.measured and "M = 32 / M = 2" in row.interval
+    assert check(slay_paper.slay_cost_by_features, feature_frames(1.005, 1.05)).verdict == CONTRADICTED
+    # M = 32 lower by 0.2% on the mean, with a seed spread of about 1%: the naive reading of the means would hold
+    spread = [1.0, 1.012, 0.99, 1.009, 0.992]
+    t = feature_frames(1.01, 1.01, noise=NOISE)
+    t["runs_slay_large"]["best_val_loss"] = [x * 1.008 * e for x, e in zip([1.98, 1.99, 1.97, 1.98, 2.00], spread)]
+    close = check(slay_paper.slay_cost_by_features, t)
+    large = t["runs_slay_large"].best_val_loss.mean()
+    assert large < t["runs_slay_small"].best_val_loss.mean() and close.verdict == INCONCLUSIVE, close
+
+
+def test_slay_by_feature_count_needs_its_studies_alike_but_for_the_count_and_counts_their_cells():
+    t = feature_frames(1.05, 1.005)
+    t["runs_slay_large"].loc[0, "diverged"] = True
+    diverged = check(slay_paper.slay_cost_by_features, t)
+    assert diverged.verdict == "inconclusive at catalog" and "1 of 5 diverged" in diverged.preconditions
+    t = feature_frames(1.05, 1.005)
+    del t["runs_slay_small"]
+    assert "studies named slay_small and slay_large" in check(slay_paper.slay_cost_by_features, t).interval
+    t = feature_frames(1.05, 1.005)
+    t["runs_slay_small"] = t["runs_slay_small"].assign(lr=0.01)
+    assert "LR 0.01, not slay's contest" in check(slay_paper.slay_cost_by_features, t).interval
+    t = feature_frames(1.05, 1.005)
+    t["runs_slay_small"][slay_paper.FEATURES_COLUMN] = 8  # the default: the contest's own cells
+    assert "apart from the default 8" in check(slay_paper.slay_cost_by_features, t).interval
+    t = feature_frames(1.05, 1.005)
+    t["runs_slay_large"]["config.model.dropout"] = 0.2
+    assert "model.dropout 0.2" in check(slay_paper.slay_cost_by_features, t).interval
+
+
+# ---- differential attention
+
+
+def test_differential_attention_lower_than_softmax_holds_higher_is_contradicted_and_it_keeps_to_its_protocol():
+    lower = frames(dict(LOSSES, diff=[x * 0.98 * e for x, e in zip(LOSSES["softmax"], NOISE)]))
+    row = check(diff_paper.diff_lower_loss, lower)
+    assert row.verdict == HOLDS and row.source == DIFF_PAPER and "loss diff / softmax -1.96%" in row.measured
+    assert "whose text is not among this project's sources" in row.quote and "below 1.00" in row.check
+    higher = frames(dict(LOSSES, diff=[x * 1.02 * e for x, e in zip(LOSSES["softmax"], NOISE)]))
+    worse = check(diff_paper.diff_lower_loss, higher)
+    assert worse.verdict == CONTRADICTED and worse.lean.startswith("differential attention trains to a higher")
+    # a mean below softmax's inside the seeds' spread: open, where the mean alone would call it held
+    spread = [1.0, 1.012, 0.99, 1.009, 0.992]
+    close = frames(dict(LOSSES, diff=[x * 0.998 * e for x, e in zip(LOSSES["softmax"], spread)]))
+    assert check(diff_paper.diff_lower_loss, close).verdict == INCONCLUSIVE
+    off = off_protocol(lower, "still improving", "diff")
+    assert check(diff_paper.diff_lower_loss, off).verdict == "inconclusive at catalog"

@@ -34,7 +34,7 @@ STEM.csv (one row per claim, a `verdict` column), .md and .tex.
 One module per topic of a post: kernel_post (quality, learning rate),
 kernel_post_scale (the trained scores' scale), kernel_post_scores (the trained
 attention's shape), a3_post, later_post, score_papers, length_papers and
-slay_paper (the catalog's papers), and beyond (controls no post runs); common
+slay_paper and diff_paper (the catalog's papers), and beyond (controls no post runs); common
 holds the Claim row and how a verdict is judged; ledger runs every check in
 order. The names below are importable from here.
 """

@@ -33,8 +33,9 @@ COG_PAPER = "Cog attention paper"
 SINK_POST = "off-by-one softmax post"
 SLAY_PAPER = "SLAY paper"
 FOX_PAPER = "forgetting attention paper"
+DIFF_PAPER = "differential attention paper"
 PAPERS = (STICKBREAKING_PAPER, SSMAX_PAPER, SOFTPICK_PAPER, SELECTIVE_PAPER, COG_PAPER, SINK_POST, SLAY_PAPER,
-          FOX_PAPER)
+          FOX_PAPER, DIFF_PAPER)
 SOURCES = (KERNEL_POST, A3_POST, LATER_POST, BEYOND, *PAPERS)
 KERNELS = ("yat_b", "yat")
 

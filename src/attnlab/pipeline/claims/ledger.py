@@ -22,6 +22,7 @@ from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_sm
                                              a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against_itself
 from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, published
+from attnlab.pipeline.claims.diff_paper import CHECKS as DIFF_CHECKS
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scale import ablation_untames, kernel_scores_five_orders, kernel_scores_larger
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, kernel_more_diffuse,
@@ -38,7 +39,7 @@ CHECKS = (kernel_gap, softmax_dies_at_high_lr, kernel_lr_band, kernel_scores_fiv
           ablation_barely_moves_entropy, a3_valid_distributions, a3_starts_at_softmax, a3_starts_close,
           a3_early_layers_softer, a3_overhead_small,
           a3_compute_overhead_small, a3_composes, softmax_over_kernel, a3_gain_is_per_token,
-          softmax_against_itself, *LENGTH_CHECKS, *PAPER_CHECKS, *SLAY_CHECKS)
+          softmax_against_itself, *LENGTH_CHECKS, *PAPER_CHECKS, *SLAY_CHECKS, *DIFF_CHECKS)
 
 
 def load_tables(tables_dir: Path, optional: list[str] | None = None) -> dict[str, pd.DataFrame]:

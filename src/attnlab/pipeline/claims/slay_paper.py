@@ -9,16 +9,27 @@ judged like the catalog's papers (attnlab.pipeline.claims.score_papers):
 paired by contest seed, each variant at its contest LR, held to the published
 protocol's preconditions, and not testable at a build without the cells. That
 SLAY's cost grows linearly with the context is measured by benchmarks/slay.py,
-not by a row.
+not by a row. And a question of this project's beside them: what the
+approximation costs against its exact kernel (spherical Yat) at fewer and at
+more random features than SLAY's default (the studies `slay_small` and
+`slay_large`, which set model.variant_options.slay.features).
 """
 
 from __future__ import annotations
 
+import pandas as pd
+
+from attnlab.core.variants import declared
 from attnlab.pipeline.claims import protocol as pp
-from attnlab.pipeline.claims.common import SLAY_PAPER, Claim, at_protocol, judged, pct, untestable
-from attnlab.pipeline.claims.score_papers import SAME_LOSS, loss_ratio, lrs_note, missing, no_loss_cost
+from attnlab.pipeline.claims import words
+from attnlab.pipeline.claims.common import BEYOND, SLAY_PAPER, Claim, at_protocol, contest_losses, judged, pct, \
+    table_of, untestable
+from attnlab.pipeline.claims.score_papers import (SAME_LOSS, loss_ratio, lrs_note, missing, no_loss_cost,
+                                                  study_cells_trained, unlike_the_contest)
 from attnlab.pipeline.claims.words import UNQUOTED, Words
-from attnlab.pipeline.ground.contract import BASELINE
+from attnlab.pipeline.ground import statistics
+from attnlab.pipeline.ground.contract import BASELINE, SLAY_FEATURES
+from attnlab.pipeline.tables.contest import losses_by_seed, trained
 from attnlab.pipeline.ground.estimate_text import describe
 from attnlab.pipeline.ground.verdicts import one_sided
 
@@ -72,4 +83,76 @@ def slay_close_to_the_exact_kernel(t, pub, protocol) -> Claim:
                        f"SLAY costs more than the paper's gap: {pct(gap.mean)}")
 
 
-CHECKS = (slay_near_softmax, slay_close_to_the_exact_kernel)
+# ---- the cost of the approximation by feature count (a question of this project's)
+
+
+SPHERICAL = "spherical_yat"  # SLAY's exact kernel
+FEATURES = "features"  # SLAY's setting M: random features per quadrature node and head
+FEATURES_COLUMN = f"config.model.variant_options.{SLAY}.{FEATURES}"
+FEATURES_RULE = pp.Rule(
+    words.CONTROL, f"{SLAY} / {SPHERICAL} best validation loss at each random-feature count M (the studies "
+    f"{' and '.join(f'`{name}`' for name in SLAY_FEATURES)} beside the contest's {SLAY} at its default), paired by "
+    f"contest seed, every {SLAY} cell at {SLAY}'s contest LR and {SPHERICAL} at its own; the verdict reads {SLAY} at "
+    f"the most features / {SLAY} at the fewest, paired by seed at that one LR",
+    "the whole interval below 1.00", "1: no change with the feature count; below it, more features bring SLAY's "
+    "loss towards its exact kernel's (this project's question)", pp.TRAINED)
+NO_FEATURE_STUDIES = (f"no {SLAY} cells at other feature counts: studies named {' and '.join(SLAY_FEATURES)} "
+                      f"setting model.variant_options.{SLAY}.{FEATURES}, for {SLAY} alone, at the contest's seeds "
+                      "(as config/catalog.yaml has)")
+# what a feature-count study may change against the contest's slay cells
+MAY_CHANGE = ("config.variant", "config.lr", "config.seed", FEATURES_COLUMN)
+
+
+def default_features() -> int:
+    """SLAY's M where a config leaves it unset: its module's declared default."""
+    return int(declared(SLAY).settings[FEATURES]["default"])
+
+
+def by_features(t) -> tuple[dict[int, pd.DataFrame], str]:
+    """{M: SLAY's cells at M}, the contest's at the default among them, and why they cannot be read ('' when
+    they can): each study's cells at one M other than the default, changing nothing else, at SLAY's contest LR."""
+    runs = table_of(t, "runs")
+    contest = runs[runs.variant == SLAY] if "variant" in runs else runs
+    cells: dict[int, pd.DataFrame] = {}
+    for name in SLAY_FEATURES:
+        study = table_of(t, f"runs_{name}")
+        rows = study[study.variant == SLAY] if "variant" in study else study
+        if rows.empty or FEATURES_COLUMN not in rows or rows[FEATURES_COLUMN].isna().any():
+            return cells, NO_FEATURE_STUDIES
+        counts = set(rows[FEATURES_COLUMN].astype(int))
+        if len(counts) != 1 or counts & ({default_features()} | set(cells)):
+            return cells, (f"the study `{name}` trains {SLAY} at M = {sorted(counts)}: each feature-count study "
+                           f"holds one M, apart from the default {default_features()} and from the other study's")
+        differs = unlike_the_contest(t, rows, contest, MAY_CHANGE, at_lr_of=SLAY)
+        if differs:
+            return cells, (f"the study `{name}` changes more than SLAY's feature count: " + "; ".join(differs))
+        cells[counts.pop()] = rows
+    return dict(sorted(cells.items())), ""
+
+
+def slay_cost_by_features(t, pub, protocol) -> Claim:
+    claim = Claim(BEYOND, "SLAY's cost against its exact kernel falls as its random features grow",
+                  FEATURES_RULE.text(), "–", "not in the paper", "", quote=FEATURES_RULE.quote())
+    studies, unread = by_features(t)
+    why = missing(t, SLAY, SPHERICAL) or unread
+    if why:
+        return untestable(claim, protocol, why)
+    exact = contest_losses(t, SPHERICAL)
+    losses = {**{m: losses_by_seed(trained(rows)) for m, rows in studies.items()},
+              default_features(): contest_losses(t, SLAY)}
+    losses = dict(sorted(losses.items()))
+    costs = {m: statistics.paired(seeds, exact, ratio=True) for m, seeds in losses.items()}
+    fewest, most = min(losses), max(losses)
+    gain = statistics.paired(losses[most], losses[fewest], ratio=True)
+    claim.measured = "; ".join(f"M = {m}: {SLAY} / {SPHERICAL} {describe(cost, pct)}" for m, cost in costs.items())
+    claim.note = "; ".join([lrs_note(t, SLAY, SPHERICAL), f"{SLAY} at M = {most} / at M = {fewest} "
+                            f"{describe(gain, pct)}; every {SLAY} cell at {SLAY}'s contest LR, chosen at M = "
+                            f"{default_features()}"])
+    judged(claim, one_sided(gain, 1.0, above=False), {f"M = {most} / M = {fewest}": gain}, pct)
+    found = pp.conditions(t, FEATURES_RULE, [SLAY, SPHERICAL])
+    for m, rows in studies.items():
+        found += study_cells_trained(rows, f"{SLAY} cells at M = {m}")
+    return at_protocol(claim, protocol, found, f"more features do not lower SLAY's loss: {pct(gain.mean)}")
+
+
+CHECKS = (slay_near_softmax, slay_close_to_the_exact_kernel, slay_cost_by_features)

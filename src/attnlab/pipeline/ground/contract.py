@@ -224,9 +224,11 @@ TABLES: dict[str, Table] = {t.name: t for t in _TABLES}
 COLLECTED = tuple(t.name for t in _TABLES if t.step == "collect")  # what one collect run writes, in this order
 LEDGER = "ledger"  # the claims ledger's own table
 # Tables the ledger reads where the build ran that study (the composability study, the scale ladder, the cells of
-# the studies `heads` and `positions`: runs_heads, runs_positions) or added seeds until decided (seed_rounds).
+# the studies `heads`, `positions`, `slay_small` and `slay_large`: runs_<study>) or added seeds until decided
+# (seed_rounds).
+SLAY_FEATURES = ("slay_small", "slay_large")  # the studies of SLAY at other feature counts a ledger row reads
 LEDGER_OPTIONAL = ("composability", "ladder_seeds", "ladder_claims", "seed_rounds", "runs_heads", "runs_positions",
-                   "step_times")
+                   *(f"runs_{name}" for name in SLAY_FEATURES), "step_times")
 TIMED = (BASELINE, "a3", "a3_heads")  # the variants the step_times rule times, where the build trains them
 
 

@@ -13,7 +13,9 @@ TRAIN_RULE = "train_cell"
 LADDER = studies_mod.LADDER
 TWICE_THE_HEADS = studies_mod.TWICE_THE_HEADS
 WITHOUT_POSITIONS = "positions"  # forgetting attention without position embeddings, in a build with them
-LEDGER_STUDIES = (TWICE_THE_HEADS, WITHOUT_POSITIONS)  # the studies whose cells' table (runs_<name>) a row reads
+SLAY_FEATURES = contract.SLAY_FEATURES  # SLAY at fewer and at more random features than its default
+# the studies whose cells' table (runs_<name>) a row reads
+LEDGER_STUDIES = (TWICE_THE_HEADS, WITHOUT_POSITIONS, *SLAY_FEATURES)
 COMPOSABILITY = "composability"
 
 

@@ -101,7 +101,7 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
         self.build_manifest = str(paths.table("build", "json"))
         self.rounds_tables = tables(*contract.written_by(rounds.STEP)) if self.rounds else []
         # the cells of the studies a ledger row reads: `heads` (selective attention's), `positions` (forgetting
-        # attention's without position embeddings)
+        # attention's without position embeddings), `slay_small` and `slay_large` (SLAY by feature count)
         self.ledger_study_tables = [str(paths.study_runs(name)) for name in LEDGER_STUDIES if name in self.studies]
         # the training step timed in one process, interleaved, where the build trains the baseline and A³
         self.timed_variants = [v for v in contract.TIMED if v in self.config["variants"]]
