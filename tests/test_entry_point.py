@@ -171,11 +171,60 @@ def test_an_installed_variant_trains_through_the_workflow_and_an_edit_reruns_its
     assert set(contest.index) == {"softmax", "tempered"}
     assert contest.loc["tempered", "n_params"] == contest.loc["softmax", "n_params"]  # no parameters of its own
     assert contest.loc["tempered", "best_val_mean"] != contest.loc["softmax", "best_val_mean"]  # its own scores
+    assert_drawn_with_its_own_marker_and_colour(ws, env)
+    assert_joins_the_shared_score_tests(env)
     install(tmp_path, site, scale=0.25)
     planned = run(["-m", "snakemake", *target, "-n"], ws, env)
     assert planned.returncode == 0, planned.stderr[-3000:]
     jobs = planned.stdout + planned.stderr
     assert "train_pack_tempered_runs_0" in jobs and "train_pack_softmax_runs_0" not in jobs
+
+
+# The figures that draw every variant of the contest, each from the tables the build wrote.
+EVERY_VARIANT_FIGURES = ("loss_curves", "lr_sweep", "paired_differences", "entropy", "score_scale")
+DRAWN = """
+import importlib, json, sys
+from matplotlib.colors import to_hex
+from matplotlib.lines import Line2D
+from attnlab.core.variants import VARIANTS
+from attnlab.pipeline.figures.main import Tables
+from attnlab.pipeline.figures.style import parse_style, variant_color, variant_marker
+from attnlab.pipeline.ground.figure_catalog import BY_NAME
+
+style = parse_style(None)
+drawn = {}
+for name in sys.argv[1:]:
+    module = importlib.import_module(BY_NAME[name].module)
+    fig = module.draw(module.load(Tables(BY_NAME[name].table_paths()), style), style)
+    lines = [a for a in fig.findobj(Line2D)]
+    drawn[name] = sorted({(to_hex(a.get_color()).upper(), str(a.get_marker())) for a in lines})
+own = {v: [variant_color(style, v).upper(), str(variant_marker(v))] for v in VARIANTS}
+print(json.dumps({"drawn": drawn, "own": own}))
+"""
+
+
+def assert_drawn_with_its_own_marker_and_colour(ws: Path, env: dict) -> None:
+    """Every figure that draws every variant draws the installed one with a colour and a marker of its own (from
+    its place in the registry: no file of the project names it), neither of them any registered variant's."""
+    result = run(["-c", DRAWN, *EVERY_VARIANT_FIGURES], ws, env)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout.strip().splitlines()[-1])
+    colour, marker = found["own"]["tempered"]
+    others = {v: pair for v, pair in found["own"].items() if v != "tempered"}
+    assert colour not in {c for c, _ in others.values()} and marker not in {m for _, m in others.values()}
+    for name, pairs in found["drawn"].items():
+        assert [colour, marker] in pairs, f"{name} does not draw tempered in its own colour and marker"
+        if name != "paired_differences":  # which draws each variant's difference from softmax, not softmax
+            assert others["softmax"] in pairs, f"{name} draws softmax too, in its own colour and marker"
+
+
+def assert_joins_the_shared_score_tests(env: dict) -> None:
+    """The suites every score function runs (causal distributions, blockwise equal to dense, no future leaking,
+    no T x T array on the blockwise path) pick the installed variant up from the registry."""
+    result = run(["-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "not slow", "-k", "tempered",
+                  "tests/test_attention.py", "tests/test_blockwise.py", "tests/test_model.py"], REPO, env)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+    assert " passed" in result.stdout and int(result.stdout.split(" passed")[0].split()[-1]) >= 4, result.stdout
 
 
 def refusal(site: Path, *names: str) -> str:

@@ -1,5 +1,5 @@
 """How every figure looks: the page it is drawn for, the config's `figures` style, one colour and one marker per
-variant, blank panels.
+variant (from its place in the registry), blank panels.
 
 Every figure is drawn for the printed text column: TEXT_WIDTH inches wide (it
 fits A4 and Letter alike), no taller than MAX_HEIGHT (a figure of attention
@@ -25,6 +25,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from attnlab.core.config import schema as config_schema  # noqa: E402
+from attnlab.core.variants import VARIANTS  # noqa: E402
 
 TEXT_WIDTH = 6.5  # inches: the printed text column (A4 and Letter less their margins are wider)
 # inches: a figure, its caption and the line under it (about 1.5 in more) take at most two thirds of a
@@ -42,34 +43,25 @@ FONTS = {"font.size": 8.0, "axes.titlesize": 8.5, "axes.labelsize": 8.0, "xtick.
 matplotlib.rcParams.update(FONTS)
 
 LOSS_LABEL = "validation loss (nats/char)"
-# Okabe–Ito, the colour-blind-safe palette the schema's defaults are drawn from; for variants the
-# config does not colour.
-FALLBACK_COLORS = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#000000", "#F0E442")
-# One marker per variant, the same in every figure, so no picture relies on colour alone.
-VARIANT_MARKERS = {"softmax": "o", "yat": "s", "yat_b": "D", "a3": "^", "yat_exp": "v", "yat_b_exp": "P",
-                   "softmax_t": "X", "a3_heads": "*", "sigmoid": "p",
-                   "softmax_sink": "h", "cog": "d", "ssmax": ">", "softpick": "<",
-                   "stickbreaking": "8", "selective": "H", "spherical_yat": (4, 1, 0), "slay": (7, 0, 0),
-                   "fox": (6, 1, 0)}
-SPARE_MARKERS = ((8, 1, 0), (10, 1, 0))  # eight- and ten-pointed stars: matplotlib's named filled markers are taken
+# Every variant's colour and marker come from its place in the registry (attnlab.core.variants.VARIANTS: the
+# built-in variants in the order they were added, then installed ones by name), so a new variant, built in or
+# installed, gets its own in every figure with no list to edit, and adding one at the end changes no other's.
+# The config's figures.colors overrides a colour. Colours: the Okabe–Ito palette (colour-blind safe), then Tol's
+# wine, muted and vibrant palettes, distinct from it; past the palette's end colours repeat, markers never do.
+PALETTE = ("#0072B2", "#D55E00", "#E69F00", "#009E73", "#CC79A7", "#F0E442", "#56B4E9", "#000000", "#882255",
+           "#44AA99", "#CC6677", "#999933", "#332288", "#117733", "#AA4499", "#DDCC77", "#88CCEE", "#EE3377",
+           "#CC3311", "#0077BB", "#EE7733", "#009988", "#BBBBBB")
+# matplotlib's named filled markers, then stars and polygons by their points: one marker per variant, the same in
+# every figure, so no picture relies on colour alone
+MARKERS = ("o", "s", "D", "^", "v", "P", "X", "*", "p", "h", "d", ">", "<", "8", "H", (4, 1, 0), (7, 0, 0),
+           (6, 1, 0), (8, 1, 0), (10, 1, 0))
 MARKER_EDGE = "0.15"  # a dark rim keeps light colours (yellow, sky blue) visible on white
 
 
-# Colours of variants added after the schema's palette was set. The schema is read by the trainer (it resolves
-# every cell's config), so it is part of every training cell's code fingerprint: a default colour written there
-# would retrain every cell. Colours written here change figures only: Tol's muted teal, rose, olive, indigo,
-# green, purple, sand and cyan, and Tol's vibrant magenta, distinct from the schema's.
-LATER_COLORS = {"softmax_sink": "#44AA99", "cog": "#CC6677", "ssmax": "#999933", "softpick": "#332288",
-                "stickbreaking": "#117733", "selective": "#AA4499", "spherical_yat": "#DDCC77", "slay": "#88CCEE",
-                "fox": "#EE3377"}
-
-
 def default_style() -> dict:
-    """The `figures` defaults of the config schema, with LATER_COLORS for the variants it does not colour."""
+    """The `figures` defaults of the config schema."""
     props = config_schema()["properties"]["figures"]["properties"]
-    style = {key: sub["default"] for key, sub in props.items() if "default" in sub}
-    style["colors"] = {**LATER_COLORS, **style.get("colors", {})}
-    return style
+    return {key: sub["default"] for key, sub in props.items() if "default" in sub}
 
 
 def parse_style(text: str | None) -> dict:
@@ -82,20 +74,30 @@ def parse_style(text: str | None) -> dict:
     return style
 
 
+def variant_place(variant: str, order: list[str] | None = None) -> int:
+    """A variant's place in the registry; a name the registry does not hold (a test's) after every registered one,
+    by its place in `order` or else a stable hash of the name."""
+    registered = list(VARIANTS)
+    if variant in registered:
+        return registered.index(variant)
+    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode()) % 1000
+    return len(registered) + index
+
+
 def variant_color(style: dict, variant: str, order: list[str] | None = None) -> str:
-    """The configured colour of a variant, else a stable fallback from its place in `order`."""
+    """The configured colour of a variant, else the palette's at its place in the registry."""
     if variant in style.get("colors", {}):
         return style["colors"][variant]
-    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode())
-    return FALLBACK_COLORS[index % len(FALLBACK_COLORS)]
+    return PALETTE[variant_place(variant, order) % len(PALETTE)]
 
 
-def variant_marker(variant: str, order: list[str] | None = None) -> str:
-    """The variant's own marker in every figure; a variant without one gets a spare by its place in `order`."""
-    if variant in VARIANT_MARKERS:
-        return VARIANT_MARKERS[variant]
-    index = order.index(variant) if order and variant in order else zlib.crc32(variant.encode())
-    return SPARE_MARKERS[index % len(SPARE_MARKERS)]
+def variant_marker(variant: str, order: list[str] | None = None):
+    """The variant's own marker in every figure, from its place in the registry: MARKERS, then stars of ever more
+    points."""
+    place = variant_place(variant, order)
+    if place < len(MARKERS):
+        return MARKERS[place]
+    return (11 + place - len(MARKERS), 1, 0)  # stars past MARKERS' last (ten points), one more point each
 
 
 def variant_handle(style: dict, variant: str, order: list[str] | None = None, label: str | None = None, **line):
