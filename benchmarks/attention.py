@@ -24,7 +24,7 @@ from flax import nnx
 from attnlab.core.cell import kv_heads_problem
 from attnlab.core.variants import VARIANTS
 from attnlab.training.attention import score_class
-from attnlab.training.attention.blockwise import blockwise_attention
+from attnlab.training.model import attention_heads
 
 LENGTHS = (128, 256, 512, 1024, 2048)
 MIB = 2**20
@@ -37,11 +37,9 @@ def attention_fn(variant: str, impl: str, heads: int, d_head: int, block: int, g
 
     def attend(params, q, k, v):
         module = nnx.merge(graphdef, params, rest)
-        if impl == "dense":
-            return jnp.einsum("bhts,bshd->bthd", module(q, k, 0).weights, v)
         if impl == "linear":  # a score with a path linear in the context (slay)
             return module.linear(q, k, v, 0)
-        return blockwise_attention(q, k, v, module.blockwise(q, k, 0), block)
+        return attention_heads(module, q, k, v, 0, block=None if impl == "dense" else block)[0]  # the model's step
 
     if not grad:
         return params, attend
