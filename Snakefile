@@ -64,7 +64,7 @@ rule tables:
 # that only a rerun checkpoint asks for) ends with exit status 1 and the line that says to build again: its
 # tables are not yet the decisions' (attnlab.pipeline.plan.round_rules.unfinished_rounds).
 onsuccess:
-    PLAN.ending.succeeded()
+    PLAN.ending.succeeded(workflow)
     if unfinished := PLAN.unfinished_rounds():  # reads the decisions on disk once
         logger.error(unfinished)
         raise SystemExit(1)

@@ -302,6 +302,9 @@ def test_without_a_browser_the_build_succeeds_with_the_html_and_says_how_to_prin
                 if "writeup.pdf was not printed" in line]
         assert len(said) == 1 and "snakemake writeup_pdf" in said[0], built.stdout[-2000:]
     assert "Nothing to be done" in built.stdout + built.stderr
+    # `snakemake tables` makes no writeup, so it ends without a line about printing one
+    tables = run(["-m", "snakemake", "tables", "--cores", "1", "--configfile", "config/smoke.yaml"], ws, env)
+    assert tables.returncode == 0 and "writeup" not in tables.stdout + tables.stderr, tables.stdout[-2000:]
     asked = run(["-m", "snakemake", "writeup_pdf", "--cores", "1", "--configfile", "config/smoke.yaml"], ws, env)
     assert asked.returncode != 0 and "is not an executable; install Chromium" in asked.stderr + asked.stdout
     assert "Traceback" not in asked.stderr and not (ws / PDF).exists()

@@ -74,6 +74,20 @@ def test_an_extension_with_no_step_to_take_is_refused_before_compute(tmp_path):
         Plan(path, SRC)
 
 
+@pytest.mark.parametrize("grid, reached", [
+    ([1e299, 1e300], "1e+299"),  # past the top a step overflows to inf: two packs named ...lrinf
+    ([1e-320, 1e-319], "1e-320"),  # subnormal: past the bottom a step underflows to 0 and the next divides by it
+    ([1e-29, 1e-28], "1e-31"),  # inside the range, but two steps down leave it
+])
+def test_lrs_whose_extension_leaves_the_range_an_lr_may_take_are_refused_naming_it(tmp_path, grid, reached):
+    path = config(tmp_path, "default", lrs={v: grid for v in ("softmax", "yat", "yat_b", "a3")})
+    with pytest.raises(ConfigError) as err:
+        Plan(path, SRC)
+    said = str(err.value)
+    assert said.startswith(f"{path}: sweep.lrs: softmax's grid") and f"reaches {reached}" in said
+    assert "outside the LRs a sweep may reach (1e-30 to 1e+30)" in said and "lower sweep.extend" in said
+
+
 class Steps:
     """Snakemake's checkpoints once the extend_sweep steps ran and wrote `following[variant]` in turn (then null),
     and select_lr chose `chosen`."""

@@ -17,7 +17,10 @@ decide which of them train.
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
+
+import numpy as np
 
 from attnlab.core import studies as studies_mod
 from attnlab.core.bundle_format import format_lr
@@ -72,13 +75,31 @@ def all_candidates(cfg: dict) -> dict[str, list[float]]:
             for v in extended_variants(cfg)}
 
 
+LR_RANGE = (1e-30, 1e30)  # the LRs an extension may reach: far past any that trains, yet never inf, 0 or subnormal
+
+
 def check(cfg: dict, source: str = "config") -> None:
-    """Refuse an extension that has no step to take, before any compute."""
+    """Refuse an extension that has no step to take, or whose steps would leave LR_RANGE (an LR that overflows to
+    inf or underflows to 0 names no cell, and divides by zero a step later), before any compute."""
     grids = studies_mod.sweep_lrs(cfg)
     short = [v for v in extended_variants(cfg) if len(grids[v]) < 2]
     if short:
         raise ConfigError(f"{source}: sweep.extend: {limit(cfg)} needs a step to extend by, and the sweep grid of "
                           f"{', '.join(short)} has one LR; give it at least two (sweep.lrs) or set sweep.extend: 0")
+    low, high = LR_RANGE
+    for variant in extended_variants(cfg):
+        grid = sorted(float(lr) for lr in grids[variant])
+        with np.errstate(over="ignore", under="ignore"):
+            try:
+                reached = [lr for edge in candidates(grid, limit(cfg)).values() for lr in edge]
+            except (ZeroDivisionError, OverflowError):
+                reached = [0.0]
+        outside = [lr for lr in grid + reached if not (math.isfinite(lr) and low <= lr <= high)]
+        if outside:
+            raise ConfigError(f"{source}: sweep.lrs: {variant}'s grid {[format_lr(lr) for lr in grid]}, with the "
+                              f"{limit(cfg)} LR(s) per edge sweep.extend may add past it, reaches "
+                              f"{format_lr(outside[0])}, outside the LRs a sweep may reach ({low:g} to {high:g}); "
+                              "give the grid LRs inside that range, or lower sweep.extend")
 
 
 def next_lr(grid_lrs, read_lrs, best: float, steps: int) -> tuple[float | None, str]:

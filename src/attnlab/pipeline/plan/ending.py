@@ -4,7 +4,8 @@ Snakemake calls `onsuccess` after a build that ran jobs, `onerror` after one
 that failed, and no hook at all after one that had nothing to do. The line is
 said in `onsuccess`, or at exit by the submitting process when no hook ran and
 a DAG was built for real (not a dry run, not --list-rules and the like), so a
-user sees it once per build either way.
+user sees it once per build either way; and only by a build whose targets lead
+to the HTML writeup (not `snakemake tables`).
 """
 
 from __future__ import annotations
@@ -22,16 +23,25 @@ class Ending:
         self.html, self.pdf = html, pdf
         self.hook_ran = False
 
-    def succeeded(self) -> None:
+    def succeeded(self, workflow=None) -> None:
         self.hook_ran = True
-        self.say()
+        self.say(workflow)
 
     def failed(self) -> None:
         self.hook_ran = True
 
-    def say(self) -> None:
-        if self.printer_missing:
+    def say(self, workflow=None) -> None:
+        if self.printer_missing and self.asks_for_the_writeup(workflow):
             print(self.line())
+
+    def asks_for_the_writeup(self, workflow) -> bool:
+        """Whether the build's targets lead to the HTML writeup, which the line is about: `snakemake tables` makes
+        none, so it ends without the line. True where the DAG cannot tell (a workflow without one's jobs)."""
+        jobs = getattr(getattr(workflow, "dag", None), "jobs", None)
+        if jobs is None or self.html is None:
+            return True
+        html = Path(self.html).resolve()
+        return any(Path(str(file)).resolve() == html for job in jobs for file in job.output)
 
     def line(self) -> str:
         """The line as the files stand when the build ends."""
@@ -52,4 +62,4 @@ class Ending:
 
     def _at_exit(self, workflow) -> None:
         if not (self.hook_ran or workflow.dryrun or workflow.dag is None):
-            self.say()
+            self.say(workflow)
