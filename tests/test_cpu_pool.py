@@ -91,3 +91,51 @@ def test_jobs_take_free_cpus_one_each_and_a_cpu_is_free_again_when_its_job_ends(
         for job in jobs:
             job.kill()
             job.wait()
+
+
+# ---- one spelling of the switch (attnlab.core.switches)
+
+
+@pytest.mark.parametrize("given, read", [("off", "off"), ("OFF", "off"), (" Off ", "off"), ("0", "off"),
+                                         ("false", "off"), ("No", "off"), ("on", ""), ("1", ""), ("TRUE", ""),
+                                         ("", ""), ("./slots", "./slots"), ("/tmp/x/slots", "/tmp/x/slots")])
+def test_the_cpu_slots_switch_reads_off_and_on_in_any_spelling_and_a_folder_as_a_path(given, read):
+    from attnlab.core.switches import CPU_SLOTS_ENV, folder_switch, settle_folder_switch
+
+    assert CPU_SLOTS_ENV == SLOTS_ENV
+    assert folder_switch(SLOTS_ENV, {SLOTS_ENV: given}) == read
+    environ = {SLOTS_ENV: given}
+    settle_folder_switch(SLOTS_ENV, environ)
+    assert environ == ({SLOTS_ENV: read} if read else {})
+
+
+@pytest.mark.parametrize("given", ["of", "disable", "slots"])
+def test_a_cpu_slots_value_that_is_neither_switch_nor_folder_is_refused_naming_the_spellings(given):
+    from attnlab.core.errors import ConfigError
+    from attnlab.core.switches import folder_switch
+
+    with pytest.raises(ConfigError, match=rf"ATTNLAB_CPU_SLOTS='{given}' is neither a switch nor a folder: write off "
+                                          r"\(or 0, false, no; any case\)"):
+        folder_switch(SLOTS_ENV, {SLOTS_ENV: given})
+
+
+@pytest.mark.parametrize("given", ["OFF", "0", "false"])
+def test_off_in_another_spelling_trains_unconfined_and_makes_no_folder(corpus_path, tmp_path, given):
+    """`attnlab train` with the switch spelt otherwise: before one spelling rule, OFF was taken as a folder path and
+    made in the workspace, and the job held a CPU lock there."""
+    import yaml
+    from conftest import REPO
+    from processes import attnlab
+
+    config = tmp_path / "tiny.yaml"
+    cfg = yaml.safe_load((REPO / "config" / "smoke.yaml").read_text())
+    cfg["train"].update(steps=4, eval_every=2, checkpoint_every=None)
+    config.write_text(yaml.safe_dump(cfg))
+    result = attnlab("train", "--config", config, "--variant", "softmax", "--lr", "3e-3", "--seed", "0", "--out",
+                     tmp_path / "cell", "--corpus", corpus_path, cwd=tmp_path, env={SLOTS_ENV: given}, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "held for this job" not in result.stdout and not (tmp_path / given).exists()
+    refused = attnlab("train", "--config", config, "--variant", "softmax", "--lr", "3e-3", "--seed", "0", "--out",
+                      tmp_path / "other", "--corpus", corpus_path, cwd=tmp_path, env={SLOTS_ENV: "of"}, timeout=300)
+    assert refused.returncode == 2 and "neither a switch nor a folder" in refused.stderr
+    assert "Traceback" not in refused.stderr and not (tmp_path / "of").exists() and not (tmp_path / "other").exists()

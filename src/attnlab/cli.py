@@ -82,10 +82,12 @@ def train(cfg: dict, args) -> int:
     from attnlab.core.config import cell_slice, variant_slice
     from attnlab.core.corpus import fetch_corpus
     from attnlab.core.fingerprint import training_fingerprint
+    from attnlab.core.switches import CPU_SLOTS_ENV, settle_folder_switch
     from attnlab.training.files.bundle_writer import check_out_dir  # JAX-free: a refusal never waits for JAX
 
     key = check_cell(args.variant, args.lr, args.seed)
     check_out_dir(args.out, key)
+    settle_folder_switch(CPU_SLOTS_ENV)  # off, 0, false, any case: one spelling (attnlab.core.switches)
     corpus = fetch_corpus(cfg["data"], args.corpus)
     from attnlab.training.files.disk_full import DiskFullError
     from attnlab.training.pack import done_line, run_pack

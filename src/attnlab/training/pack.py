@@ -34,6 +34,7 @@ from attnlab.core.cell_key import CellKey
 from attnlab.core.config_types import PACK_MODE_ENV, PACK_MODES
 from attnlab.core.corpus import CorpusError
 from attnlab.core.errors import ConfigError
+from attnlab.core.switches import CPU_SLOTS_ENV, settle_folder_switch
 from attnlab.core.variants import UnknownVariantError
 from attnlab.training.files import checkpoint, finished, job_log, leftovers
 from attnlab.training.current import current_bundle
@@ -146,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(set(keys)) != len(keys):
             raise ConfigError("a --cell is given twice; give each LR,SEED once")
         mode = resolved_mode(args.mode)
+        settle_folder_switch(CPU_SLOTS_ENV)  # off, 0, false, any case: one spelling (attnlab.core.switches)
         settle_on_cpus(args.threads)
         done = run_pack(json.loads(args.cell_config), keys, args.corpus, args.out_root, args.checkpoint_dir,
                         args.code_fingerprint, mode=mode, outs=None if args.out is None else [args.out])

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from attnlab.core import fingerprint as code
 from attnlab.core import studies as studies_mod
+from attnlab.core import switches
 from attnlab.core import variants as variants_mod
 from attnlab.core.config import AUTO, load_config, to_json
 from attnlab.core.config_types import PACK_MODE_ENV
@@ -54,6 +55,9 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
             raise ConfigError(f"{paths.RESULTS.resolve()} is a file, not a folder: every output of the build goes "
                               f"under {paths.RESULTS}/; move that file away (or build in another workspace)")
         self.config = load_config(self.config_file)
+        # the jobs inherit this process's environment: ATTNLAB_CPU_SLOTS in the one spelling they read (a value
+        # that is neither a switch nor a folder is refused here, before any job)
+        switches.settle_folder_switch(switches.CPU_SLOTS_ENV)
         self.grid = Grid(self.config)  # the cells whose LR is known before any training
         check_corpus_room(self.grid, local_corpus(self.config, paths.CORPUS))
         # Training jobs: one per pack of cells (attnlab.pipeline.plan.packs), or the one rule train_cell per cell.
