@@ -16,6 +16,7 @@ from types import SimpleNamespace
 import pytest
 import yaml
 
+from attnlab.core.config import load_config
 from attnlab.core.errors import ConfigError
 from attnlab.core.studies import CONTEST, SWEEP
 from attnlab.pipeline.ground import contract
@@ -23,6 +24,7 @@ from attnlab.pipeline.ground.design import design_of
 from attnlab.pipeline.plan import device, expectation
 from attnlab.pipeline.ground import paths
 from attnlab.pipeline.plan.rules import Plan
+import decision_files
 from conftest import REPO
 from processes import run
 from workspace import make_workspace
@@ -52,19 +54,20 @@ class Checkpoints:
     """What Snakemake's `checkpoints.select_lr.get(variant=...)` gives once the checkpoint ran: its output file;
     the variant's extend_sweep steps (sweep.extend) ran with it and added no LR."""
 
-    def __init__(self, folder: Path, chosen: dict[str, float]):
+    def __init__(self, folder: Path, chosen: dict[str, float], config: Path):
         self.select_lr, self.folder, self.chosen = self, folder, chosen
         self.extend_sweep = SimpleNamespace(get=self.step)
+        self.grids, self.limit = decision_files.grids(load_config(config))
 
     def step(self, variant, step):
         self.get(variant)  # run (or not) as the variant's select_lr
         path = self.folder / f"{variant}-step{step}.json"
-        path.write_text(json.dumps({"lrs": [], "next": None}))
+        path.write_text(json.dumps(decision_files.step(variant, self.grids[variant], [], self.limit, step)))
         return SimpleNamespace(output=[str(path)])
 
     def get(self, variant):
         path = self.folder / f"{variant}.json"
-        path.write_text(json.dumps({"lr": self.chosen[variant]}))
+        path.write_text(json.dumps(decision_files.choice(variant, self.chosen[variant], self.grids[variant])))
         return SimpleNamespace(output=[str(path)])
 
 
@@ -139,7 +142,7 @@ def test_the_expectations_are_written_once_and_keep_their_time_while_unchanged(w
 
 def test_auto_contest_lrs_come_from_the_select_lr_checkpoints(workspace):
     path = config_file(workspace, "default")
-    plan = Plan(path, SRC, Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}))
+    plan = Plan(path, SRC, Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}, path))
     assert plan.selected_lrs() == {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}
     known, auto = plan.known_cells(), plan.auto_cells()
     assert not set(known) & set(auto)
@@ -165,15 +168,16 @@ def test_each_variants_contest_is_asked_for_on_its_own_once_its_sweep_is_chosen_
     """collect_tables asks one input function per 'auto' variant, so the contest of a variant whose sweep is
     done is known (and trains) while another's sweep is still running, instead of every contest waiting for
     the slowest sweep."""
-    plan = Plan(config_file(workspace, "default"), SRC, PartlyRun(workspace, {"yat_b": 1e-2}))
+    path = config_file(workspace, "default")
+    plan = Plan(path, SRC, PartlyRun(workspace, {"yat_b": 1e-2}, path))
     inputs = plan.auto_cell_inputs()
     assert list(inputs) == [f"auto_{v}" for v in plan.auto_variants()] and "auto_yat_b" in inputs
     yat_b = inputs["auto_yat_b"](SimpleNamespace())
     assert yat_b and all(Path(b).parts[-3:-1] == ("yat_b", "lr0.01") for b in yat_b)
     with pytest.raises(NotYetRun, match="softmax"):
         inputs["auto_softmax"](SimpleNamespace())
-    every = Plan(config_file(workspace, "default"), SRC,
-                 Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}))
+    default = config_file(workspace, "default")
+    every = Plan(default, SRC, Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}, default))
     split = [b for f in every.auto_cell_inputs().values() for b in f(SimpleNamespace())]
     assert sorted(split) == sorted(every.auto_cells())
 
@@ -300,12 +304,17 @@ def test_longer_training_starts_first_and_the_runs_animation_before_other_figure
 class Written:
     """Checkpoints whose outputs are already on disk as given (select_lr's choices, seed_round's decisions)."""
 
-    def __init__(self, folder: Path, text: str):
+    def __init__(self, folder: Path, text: str, config: Path | None = None):
         self.select_lr = self.seed_round = self
-        self.extend_sweep = SimpleNamespace(get=lambda variant, step: SimpleNamespace(output=[str(self.no_step)]))
-        self.no_step = folder / "no-step.json"
-        self.no_step.write_text('{"lrs": [], "next": null}')
+        self.extend_sweep = SimpleNamespace(get=self.step)
+        self.grids, self.limit = decision_files.grids(load_config(config)) if config else ({}, 0)
         self.folder, self.text = folder, text
+
+    def step(self, variant, step):
+        """A step that added no LR (the config's grid, read whole, its best inside)."""
+        path = self.folder / f"{variant}-step{step}.json"
+        path.write_text(json.dumps(decision_files.step(variant, self.grids[variant], [], self.limit, step)))
+        return SimpleNamespace(output=[str(path)])
 
     def get(self, **wildcards):
         path = self.folder / f"{'_'.join(map(str, wildcards.values()))}.json"
@@ -319,14 +328,16 @@ def test_a_cut_short_or_edited_round_decision_stops_with_one_line_naming_it(work
     """A truncated or hand-edited decision is refused by name with what to do, not read (a JSONDecodeError, or
     a KeyError, from deep in the planner) and not trusted."""
     rounds = {"rounds": {"max_seeds": 6, "round_size": 2}}
-    plan = Plan(config_file(workspace, "default", contest=rounds), SRC, Written(workspace, text))
+    path = config_file(workspace, "default", contest=rounds)
+    plan = Plan(path, SRC, Written(workspace, text, path))
     with pytest.raises(ConfigError, match=r"round_0\.json|0\.json.*remove it and build again"):
         plan.decided_rounds()
 
 
 @pytest.mark.parametrize("text", ['{"lr": 0.0', '{"learning_rate": 0.003}', '{"lr": -1}', '{"lr": "0.003"}'])
 def test_a_cut_short_or_edited_lr_choice_stops_with_one_line_naming_it(workspace, text):
-    plan = Plan(config_file(workspace, "default"), SRC, Written(workspace, text))
+    path = config_file(workspace, "default")
+    plan = Plan(path, SRC, Written(workspace, text, path))
     with pytest.raises(ConfigError, match=r"\.json: .*remove it and build again"):
         plan.selected_lrs()
 
@@ -382,7 +393,8 @@ def test_a_decision_left_from_another_design_is_refused_by_name(workspace):
 
     def with_budget(budget):
         rounds = {"seeds": [0, 1], "rounds": {"max_seeds": budget, "round_size": 1, "reach": None}}
-        return Plan(config_file(workspace, "default", contest=rounds), SRC, Written(workspace, ""))
+        path = config_file(workspace, "default", contest=rounds)
+        return Plan(path, SRC, Written(workspace, "", path))
 
     old, new = with_budget(4), with_budget(6)
     decision = {"version": planned.FILE_VERSION, "round": 0, "seeds": [0, 1], "next_seeds": [2],

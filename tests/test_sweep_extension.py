@@ -14,7 +14,7 @@ import pytest
 import yaml
 
 from attnlab.core import studies
-from attnlab.core.config import cell_slice, validate_config
+from attnlab.core.config import cell_slice, load_config, validate_config
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.claims.protocol import inside_grid
 from attnlab.pipeline.plan import packs
@@ -23,6 +23,7 @@ from attnlab.pipeline.ground.grid import Grid
 from attnlab.pipeline.plan.common import bundles
 from attnlab.pipeline.plan.rules import Plan
 from attnlab.pipeline.tables.cli import main as tables_main
+import decision_files
 from conftest import REPO
 from test_collection import make_bundle
 
@@ -92,28 +93,31 @@ class Steps:
     """Snakemake's checkpoints once the extend_sweep steps ran and wrote `following[variant]` in turn (then null),
     and select_lr chose `chosen`."""
 
-    def __init__(self, folder: Path, following: dict[str, list[float]], chosen: dict[str, float]):
+    def __init__(self, folder: Path, following: dict[str, list[float]], chosen: dict[str, float], config: Path):
         self.extend_sweep = SimpleNamespace(get=self.step)
         self.select_lr = SimpleNamespace(get=self.choice)
         self.folder, self.following, self.chosen = folder, following, chosen
+        self.grids, self.limit = decision_files.grids(load_config(config))
 
     def step(self, variant, step):
-        added = self.following.get(variant, [])
         path = self.folder / f"{variant}-{step}.json"
-        path.write_text(json.dumps({"lrs": [], "next": added[step] if step < len(added) else None}))
+        path.write_text(json.dumps(decision_files.step(variant, self.grids[variant], self.following.get(variant, []),
+                                                       self.limit, step)))
         return SimpleNamespace(output=[str(path)])
 
     def choice(self, variant):
         path = self.folder / f"{variant}.json"
-        path.write_text(json.dumps({"lr": self.chosen[variant]}))
+        lrs = self.grids[variant] + self.following.get(variant, [])
+        path.write_text(json.dumps(decision_files.choice(variant, self.chosen[variant], lrs)))
         return SimpleNamespace(output=[str(path)])
 
 
 def test_the_plan_reads_the_lrs_the_steps_added_into_the_sweep_the_contest_and_the_tables(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     yat_up = sweep_extension.candidates([3e-3, 1e-2, 3e-2], 2)["highest"]
-    plan = Plan(config(tmp_path), SRC, Steps(tmp_path, {"yat": yat_up}, {"softmax": 3e-3, "yat": yat_up[-1],
-                                                                         "yat_b": 1e-2, "a3": 3e-3}))
+    path = config(tmp_path)
+    plan = Plan(path, SRC, Steps(tmp_path, {"yat": yat_up}, {"softmax": 3e-3, "yat": yat_up[-1], "yat_b": 1e-2,
+                                                             "a3": 3e-3}, path))
     assert plan.sweep_added("yat") == yat_up and plan.sweep_added("yat_b") == []
     # each step reads the grid and the LRs the steps before it added
     assert not any("lr0.09" in b for b in plan.step_cells(SimpleNamespace(variant="yat", step="1"))[:-1])

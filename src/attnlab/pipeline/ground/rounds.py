@@ -10,13 +10,11 @@ its own). Pure data and arithmetic on the config, so the Snakefile can read it.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from attnlab.core.bundle_format import SELF_KEY, content_digest
 from attnlab.core.errors import ConfigError
-from attnlab.pipeline.ground import design
+from attnlab.pipeline.ground import design, sealed_files
 from attnlab.pipeline.ground.contract import BASELINE, ORDERS_OF_MAGNITUDE
 
 STEP = "rounds"  # the step that writes the seed_rounds table (contract.written_by)
@@ -187,27 +185,9 @@ def read_decision(path: Path) -> dict:
     """A round's decision as the seed_round checkpoint wrote it, sealed like a bundle (its content checksum,
     bundle_format.sealed); one that does not read as one (cut short, edited by hand, of another version) stops
     the build with one line saying what to do."""
-    try:
-        decision = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as err:
-        raise ConfigError(f"{path}: not a round's decision ({err}); remove it and build again") from None
+    decision = sealed_files.read_sealed(path, "a round's decision", "seed_round")
     fields = {"seeds": list, "next_seeds": list, "next_variants": list}
-    if (not isinstance(decision, dict) or decision.get("version") != FILE_VERSION
-            or not all(isinstance(decision.get(k), kind) for k, kind in fields.items())):
-        raise ConfigError(f"{path}: not a round's decision of this version; remove it and build again")
-    if decision.get(SELF_KEY) != content_digest(decision):
-        raise ConfigError(f"{path}: changed after the seed_round rule wrote it (its content checksum differs); "
-                          "remove it and build again")
+    if decision.get("version") != FILE_VERSION or not all(isinstance(decision.get(k), kind)
+                                                         for k, kind in fields.items()):
+        raise sealed_files.refusal(path, "not a round's decision of this version")
     return decision
-
-
-def read_choice(path: Path) -> float:
-    """A variant's contest LR as its select_lr checkpoint wrote it, checked like a round's decision."""
-    try:
-        lr = json.loads(Path(path).read_text())["lr"]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError(f"{path}: not a contest LR chosen by select_lr ({type(err).__name__}: {err}); remove it "
-                          "and build again") from None
-    if isinstance(lr, bool) or not isinstance(lr, (int, float)) or not lr > 0:
-        raise ConfigError(f"{path}: its LR {lr!r} is no positive number; remove it and build again")
-    return float(lr)

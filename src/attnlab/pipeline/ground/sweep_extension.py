@@ -16,7 +16,6 @@ decide which of them train.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -26,6 +25,7 @@ from attnlab.core import studies as studies_mod
 from attnlab.core.bundle_format import format_lr
 from attnlab.core.config import AUTO
 from attnlab.core.errors import ConfigError
+from attnlab.pipeline.ground import sealed_files
 
 UP, DOWN = "highest", "lowest"  # the edge a step extends past (the words grid_edge uses)
 
@@ -127,18 +127,35 @@ def with_sweep_lrs(cfg: dict, added: dict[str, list[float]]) -> dict:
     return {**cfg, "sweep": {**cfg["sweep"], "lrs": lrs}}
 
 
-def read_step(path: Path) -> dict:
-    """One extend_sweep decision as the checkpoint wrote it, checked: its `next` is a positive LR or null."""
+def read_step(path: Path, grid=None, steps: int | None = None) -> dict:
+    """One extend_sweep decision as the checkpoint wrote it: sealed (attnlab.pipeline.ground.sealed_files), made for
+    the variant's `grid` and limit `steps` (where the reader knows them), its best the best of its own candidates
+    (the LRs it read), and its `next` and `where` what that best and those LRs give (next_lr). A hand edit, a
+    step of another grid, or a step that contradicts itself stops the build naming the file."""
+    step = sealed_files.read_sealed(path, "a sweep step written by extend_sweep", "extend_sweep")
     try:
-        step = json.loads(Path(path).read_text())
-        following = step["next"]
         step["lrs"] = [float(lr) for lr in step["lrs"]]
-    except (OSError, ValueError, KeyError, TypeError) as err:
-        raise ConfigError(f"{path}: not a sweep step written by extend_sweep ({type(err).__name__}: {err}); remove "
-                          "it and build again") from None
+        written_grid = [float(lr) for lr in step["grid"]]
+        limit, following = int(step["limit"]), step["next"]
+    except (KeyError, TypeError, ValueError) as err:
+        raise sealed_files.refusal(path, f"not a sweep step of this version ({type(err).__name__}: {err})") from None
     if following is not None and (isinstance(following, bool) or not isinstance(following, (int, float))
                                   or not following > 0):
-        raise ConfigError(f"{path}: its next LR {following!r} is no positive number; remove it and build again")
+        raise sealed_files.refusal(path, f"its next LR {following!r} is no positive number")
+    texts = {format_lr(lr) for lr in written_grid}
+    if grid is not None and texts != {format_lr(float(lr)) for lr in grid}:
+        raise sealed_files.refusal(path, f"it was made for the grid {sorted(texts, key=float)}, not this config's "
+                                         f"{sorted({format_lr(float(lr)) for lr in grid}, key=float)}")
+    if steps is not None and limit != steps:
+        raise sealed_files.refusal(path, f"it was made for sweep.extend {limit}, not this config's {steps}")
+    if not texts <= {format_lr(lr) for lr in step["lrs"]}:
+        raise sealed_files.refusal(path, "the LRs it read leave out some of its grid's")
+    sealed_files.check_best(path, step, "best", step["lrs"])
+    expected = next_lr(written_grid, step["lrs"], float(step["best"]), limit)
+    if (following, step.get("where")) != expected:
+        raise sealed_files.refusal(path, f"it says next {following!r} ({step.get('where')}), where its best "
+                                         f"{format_lr(float(step['best']))} among its LRs gives {expected[0]!r} "
+                                         f"({expected[1]})")
     return step
 
 

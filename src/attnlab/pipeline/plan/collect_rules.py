@@ -12,7 +12,7 @@ from attnlab.core import studies as studies_mod
 from attnlab.core.config import AUTO
 from attnlab.core.errors import ConfigError
 from attnlab.pipeline.ground.design import design_of
-from attnlab.pipeline.ground import paths, rounds, sweep_extension
+from attnlab.pipeline.ground import paths, rounds, sealed_files, sweep_extension
 from attnlab.pipeline.ground.grid import Grid, grid
 
 from attnlab.pipeline.plan.common import (bundles, quoted)
@@ -72,7 +72,8 @@ class CollectRules:
             if not all(Path(b).is_dir() for b in self._sweep_bundles(variant, added.get(variant, []))):
                 continue
             try:
-                chosen[variant] = rounds.read_choice(choice)
+                chosen[variant] = sealed_files.read_choice(choice, variant,
+                                                           self.sweep_lrs_of(variant, added.get(variant, [])))
             except ConfigError:
                 continue  # select_lr writes it again, and the checkpoint brings its cells in
         seeds, decided = self._decided_on_disk()

@@ -28,7 +28,7 @@ from attnlab.core.strict_yaml import parse_yaml
 from attnlab.pipeline.ground import contract, environment
 from attnlab.pipeline.ground import figure_catalog
 from attnlab.pipeline.plan import device, ending, expectation, packs
-from attnlab.pipeline.ground import paths, printer, rounds, sweep_extension
+from attnlab.pipeline.ground import paths, printer, rounds, sealed_files, sweep_extension
 from attnlab.pipeline.ground.grid import Grid, check_corpus_room, local_corpus
 from attnlab.pipeline.plan.collect_rules import CollectRules
 from attnlab.pipeline.plan.common import (COMPOSABILITY, LADDER, LEDGER_STUDIES, TRAIN_RULE, tables)
@@ -183,7 +183,8 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
         for variant in self.config["variants"] if variants is None else variants:
             if self.config["contest"]["lr"][variant] == AUTO:
                 path = self.checkpoints.select_lr.get(variant=variant).output[0]
-                chosen[variant] = rounds.read_choice(path)
+                chosen[variant] = sealed_files.read_choice(path, variant,
+                                                           self.sweep_lrs_of(variant, self.sweep_added(variant)))
         return chosen
 
     def resolved_grid(self) -> Grid:

@@ -39,8 +39,16 @@ class SweepRules:
             return []
         return sweep_extension.added_lrs(sweep_extension.chain(
             lambda index: sweep_extension.read_step(self.checkpoints.extend_sweep.get(variant=variant, step=index)
-                                                    .output[0]),
+                                                    .output[0], *self._step_made_for(variant)),
             self.extend + 1 if through is None else through))
+
+    def _step_made_for(self, variant: str) -> tuple[list[float], int]:
+        """The grid and limit a variant's steps must have been made for (sweep_extension.read_step checks them)."""
+        return list(studies_mod.sweep_lrs(self.config)[variant]), self.extend
+
+    def sweep_lrs_of(self, variant: str, added: list[float]) -> list[float]:
+        """A variant's sweep LRs: its grid and those its sweep added (what its LR choice chose among)."""
+        return list(studies_mod.sweep_lrs(self.config)[variant]) + list(added)
 
 
     def extended_config(self, cfg: dict, variants: list[str] | None = None) -> dict:
@@ -88,7 +96,8 @@ class SweepRules:
         def on_disk(index: int) -> dict | None:
             try:
                 return sweep_extension.read_step(Path(str(paths.SWEEP_STEP_PATTERN).format(variant=variant,
-                                                                                             step=index)))
+                                                                                             step=index)),
+                                                 *self._step_made_for(variant))
             except ConfigError:
                 return None
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from attnlab.core.bundle_format import BundleError, format_lr
-from attnlab.core.io import atomic_write_json
+from attnlab.pipeline.ground.sealed_files import write_sealed
 from attnlab.pipeline.tables.checks import check_bundles, read_expected
 from attnlab.pipeline.tables.collect import collect
 from attnlab.pipeline.tables.select_lr import best_lr, sweep_step
@@ -47,13 +47,13 @@ def main(argv: list[str] | None = None) -> int:
         elif args.command == "extend-sweep":
             given = json.loads(args.grid)
             step = sweep_step(args.bundles, given["lrs"], int(given["limit"]), args.step)
-            atomic_write_json(args.out, step)
+            write_sealed(args.out, step)
             following = "no further LR" if step["next"] is None else f"one more LR, {format_lr(step['next'])}"
             print(f"{step['variant']}: best {format_lr(step['best'])} of {len(step['lrs'])} LRs ({step['where']}): "
                   f"{following}")
         else:
             choice = best_lr(args.bundles)
-            atomic_write_json(args.out, choice)
+            write_sealed(args.out, choice)  # sealed: an edited choice stops the planner (ground.sealed_files)
             print(f"{choice['variant']}: best sweep LR {format_lr(choice['lr'])} (select half "
                   f"{choice[CHOSEN_ON]:.4f}, all windows {choice['best_val_loss']:.4f})")
     except BundleError as err:

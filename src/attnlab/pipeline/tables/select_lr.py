@@ -28,5 +28,6 @@ def sweep_step(bundle_dirs: list[Path], grid_lrs: list[float], limit: int, step:
     choice = best_lr(bundle_dirs)
     read = sorted(float(lr) for lr in choice["candidates"])
     following, where = sweep_extension.next_lr(grid_lrs, read, choice["lr"], limit)
-    return {"variant": choice["variant"], "step": step, "lrs": read, "best": choice["lr"], "where": where,
-            "next": following, "limit": limit}
+    return {"variant": choice["variant"], "step": step, "grid": sorted(float(lr) for lr in grid_lrs), "lrs": read,
+            "best": choice["lr"], "candidates": choice["candidates"], "excluded": choice["excluded"],
+            "where": where, "next": following, "limit": limit}

@@ -71,7 +71,8 @@ def best_sweep_lr(cells: pd.DataFrame) -> dict | None:
     lr = healthy.idxmin()
     return {"lr": float(lr), CHOSEN_ON: float(healthy[lr]),
             "best_val_loss": float(cells[lrs == lr].best_val_loss.mean()),
-            "candidates": {k: float(v) for k, v in means.items()}}
+            "candidates": {k: float(v) for k, v in means.items()},
+            "excluded": [k for k in means.index if k not in healthy.index]}  # a seed diverged there
 
 
 def check_chosen_on(cells: pd.DataFrame) -> None:
