@@ -177,7 +177,8 @@ def test_each_variants_contest_is_asked_for_on_its_own_once_its_sweep_is_chosen_
     with pytest.raises(NotYetRun, match="softmax"):
         inputs["auto_softmax"](SimpleNamespace())
     default = config_file(workspace, "default")
-    every = Plan(default, SRC, Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}, default))
+    every = Plan(default, SRC,
+                 Checkpoints(workspace, {"softmax": 3e-3, "yat": 1e-2, "yat_b": 1e-2, "a3": 3e-3}, default))
     split = [b for f in every.auto_cell_inputs().values() for b in f(SimpleNamespace())]
     assert sorted(split) == sorted(every.auto_cells())
 
