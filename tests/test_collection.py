@@ -527,3 +527,23 @@ def test_the_seed_round_rule_refuses_a_stale_bundle_before_writing_a_decision(tm
     assert "train.steps 40 in the bundle, 20 expected" in capsys.readouterr().err and not out.exists()
     expect.write_text(json.dumps(expectation(root, steps=40)))
     assert rounds.main(argv[:-1] + ["--expect", str(expect), str(folder)]) == 0 and out.is_file()
+
+
+@pytest.mark.slow
+def test_a_failed_collection_keeps_the_last_good_tables(smoke_workspace, corpus_path, tmp_path):
+    """A bundle edited on disk is refused when the tables are collected again; Snakemake used to remove the failed
+    job's outputs first, so contest.csv and runs.csv were gone (every table after a second failure) while the
+    figures and the writeup made from them stayed. Now the last good tables are put back, whole, each time."""
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    tables = {p: p.read_bytes() for p in sorted((ws / "results" / "tables").iterdir()) if p.is_file()}
+    bundle = next((ws / "results" / "runs" / "softmax").glob(f"lr*/seed0/{BUNDLE_FILE}"))
+    summary = json.loads(bundle.read_text())
+    bundle.write_text(json.dumps(summary | {"best_val_loss": summary["best_val_loss"] - 0.1}))
+    for _ in range(2):
+        result = snakemake(ws, "tables", "--cores", "1", "--configfile", "config/smoke.yaml", "--forcerun",
+                           "collect_tables", corpus=corpus_path)
+        said = result.stdout + result.stderr
+        assert result.returncode != 0 and str(bundle.parent.relative_to(ws)) in said, said[-3000:]
+        now = {p: p.read_bytes() for p in sorted((ws / "results" / "tables").iterdir()) if p.is_file()}
+        assert now == tables, "every table as the last good collection wrote it"
+    assert (ws / "results" / "writeup" / "writeup.html").is_file()

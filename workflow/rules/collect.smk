@@ -13,7 +13,9 @@ rule collect_tables:
         expected=PLAN.expected_runs,
         settings=PLAN.contest_settings,
     output:
-        tables=PLAN.tables,
+        # update: a failed collection puts the last good tables back (Snakemake keeps a backup), instead of
+        # leaving none while the figures and the writeup made from them stay
+        tables=update(PLAN.tables),
     log:
         str(paths.log("collect_tables")),
     localrule: True

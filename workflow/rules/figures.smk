@@ -13,7 +13,7 @@ for figure in PLAN.drawn:
         input:
             **PLAN.figure_inputs(figure),
         output:
-            **PLAN.figure_outputs(figure, report),
+            **PLAN.figure_outputs(figure, report, update),
         log:
             str(paths.LOGS / "figures" / f"{figure.name}.log"),
         priority: PLAN.figure_priority(figure)

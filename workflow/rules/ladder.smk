@@ -11,7 +11,7 @@ if PLAN.ladder:
             bundles=PLAN.ladder_cells,
             expected=PLAN.ladder_expectation(),
         output:
-            tables=PLAN.ladder_tables,
+            tables=update(PLAN.ladder_tables),
         log:
             str(paths.log("ladder_table")),
         localrule: True
@@ -30,7 +30,7 @@ if PLAN.ladder:
             bundles=PLAN.ladder_cells,
             expected=PLAN.ladder_expectation(),
         output:
-            tables=PLAN.ladder_claims,
+            tables=update(PLAN.ladder_claims),
         log:
             str(paths.log("ladder_claims")),
         localrule: True

@@ -33,7 +33,7 @@ if PLAN.rounds:
         input:
             decisions=PLAN.round_decisions,
         output:
-            table=PLAN.rounds_tables,
+            table=update(PLAN.rounds_tables),
         log:
             str(paths.log("rounds_table")),
         localrule: True

@@ -9,8 +9,8 @@ rule study_table:
         bundles=PLAN.study_cells,
         expected=PLAN.study_expectation,
     output:
-        tables=[str(paths.study_table("{study}", ext)) for ext in contract.DISPLAYED],
-        runs=str(paths.study_runs("{study}")),
+        tables=update([str(paths.study_table("{study}", ext)) for ext in contract.DISPLAYED]),
+        runs=update(str(paths.study_runs("{study}"))),
     log:
         str(paths.log("study_table", "{study}")),
     localrule: True
@@ -30,7 +30,7 @@ rule composability_table:
         bundles=PLAN.composability_cells,
         expected=PLAN.composability_expectation(),
     output:
-        tables=PLAN.composability_tables,
+        tables=update(PLAN.composability_tables),
     log:
         str(paths.log("composability_table")),
     localrule: True

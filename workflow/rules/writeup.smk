@@ -29,7 +29,7 @@ rule ledger:
         studies=PLAN.ledger_study_tables,
         timing=PLAN.step_times,
     output:
-        ledger=PLAN.ledger,
+        ledger=update(PLAN.ledger),
     log:
         str(paths.log("ledger")),
     localrule: True
@@ -61,8 +61,8 @@ rule writeup:
         published_config=PLAN.published_config,
         lock=PLAN.lock,
     output:
-        notebook=str(paths.WRITEUP_NOTEBOOK),
-        html=str(paths.WRITEUP_HTML),
+        notebook=update(str(paths.WRITEUP_NOTEBOOK)),
+        html=update(str(paths.WRITEUP_HTML)),
     log:
         str(paths.log("writeup")),
     localrule: True

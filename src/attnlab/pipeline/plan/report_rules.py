@@ -23,14 +23,15 @@ class ReportRules:
 
 
     @staticmethod
-    def figure_outputs(entry, report) -> dict:
+    def figure_outputs(entry, report, keep=lambda path: path) -> dict:
         """The figure's file, as a Snakemake report item (`report` is Snakemake's function) captioned from
-        workflow/report, and an animation's poster."""
+        workflow/report, and an animation's poster; each flagged by `keep` (Snakemake's `update`: a failed
+        drawing puts the last good figure back)."""
         found = entry.output_paths()
-        outputs = {"file": report(str(found["file"]), caption=str(Path("..") / "report" / entry.caption.name),
-                                  category="Figures")}
+        outputs = {"file": keep(report(str(found["file"]), caption=str(Path("..") / "report" / entry.caption.name),
+                                       category="Figures"))}
         if "poster" in found:
-            outputs["poster"] = str(found["poster"])
+            outputs["poster"] = keep(str(found["poster"]))
         return outputs
 
 
