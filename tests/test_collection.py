@@ -480,7 +480,7 @@ def with_pack(folder: Path, mode) -> Path:
     return folder
 
 
-def test_bundles_of_two_pack_modes_are_refused_naming_the_fewer_and_the_fix(tmp_path):
+def test_bundles_of_two_pack_modes_are_refused_naming_each_modes_cells_and_the_fix(tmp_path):
     """A vmapped seed beside sequential ones would enter a paired difference silently: refused, by path."""
     root = tmp_path / "runs"
     folders = [make_bundle(root, the_slice(), seed=s) for s in (0, 1, 2)]
@@ -491,8 +491,9 @@ def test_bundles_of_two_pack_modes_are_refused_naming_the_fewer_and_the_fix(tmp_
         with pytest.raises(BundleError) as err:
             read()
         message = str(err.value)
-        assert "2 sequential, 1 vmap" in message and str(folders[2]) in message and str(folders[0]) not in message
-        assert "execution.pack_mode: sequential" in message
+        assert "2 sequential, 1 vmap" in message and "execution.pack_mode: sequential" in message
+        # each mode's cells, the fewer first: which to delete is the user's choice, never guessed from a count
+        assert f"The cells of each: vmap: {folders[2]}; sequential: " in message and str(folders[0]) in message
 
 
 def test_one_mode_throughout_is_collected_and_the_mode_is_in_runs_csv(tmp_path):
@@ -547,3 +548,24 @@ def test_a_failed_collection_keeps_the_last_good_tables(smoke_workspace, corpus_
         now = {p: p.read_bytes() for p in sorted((ws / "results" / "tables").iterdir()) if p.is_file()}
         assert now == tables, "every table as the last good collection wrote it"
     assert (ws / "results" / "writeup" / "writeup.html").is_file()
+
+
+@pytest.mark.slow
+def test_a_thread_count_for_one_pack_retrains_its_cells_and_removing_it_retrains_them_back(smoke_workspace,
+                                                                                             corpus_path, tmp_path):
+    """A job's threads are its cells' XLA pool. --set-threads for one pack used to train its cells at that pool,
+    then collection refused two pools side by side, and removing the flag retrained nothing, so every later
+    build failed too. The threads are now a param of the training rules: the pack runs again either way, and the
+    refusal names each pool's cells."""
+    ws = Path(shutil.copytree(smoke_workspace, tmp_path / "ws", symlinks=True))
+    build = ("tables", "--cores", "2", "--configfile", "config/smoke.yaml")
+    wider = snakemake(ws, *build, "--set-threads", "train_pack_softmax_runs_0=2", corpus=corpus_path)
+    said = wider.stdout + wider.stderr
+    assert wider.returncode != 0 and "more than one CPU thread pool" in said, said[-3000:]
+    assert "The cells of each: 2: " in said and "/softmax/" in said.split("The cells of each: 2: ")[1].split(";")[0]
+    back = snakemake(ws, *build, corpus=corpus_path)
+    assert back.returncode == 0, (back.stdout + back.stderr)[-3000:]
+    assert "train_pack_softmax_runs_0" in back.stdout + back.stderr, "the pack ran again at one thread"
+    pools = {json.loads(b.read_text())["provenance"]["device"]["cpu_pool"]
+             for b in (ws / "results" / "runs").glob(f"*/lr*/seed*/{BUNDLE_FILE}")}
+    assert pools == {1}

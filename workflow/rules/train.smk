@@ -1,6 +1,8 @@
 # The rules that train: every cell of every study, into paths.CELL_PATTERN (<place> is runs for the
 # contest and the sweep, studies/<study>/<axis values> for the config's own studies, as paths.place says).
-# Their params are the cells' identity: the config slice of their folder and the code they run.
+# Their params are the cells' identity: the config slice of their folder and the code they run, and the job's
+# threads, which are its cells' XLA pool (a job whose threads change runs again, and the trainer retrains the
+# cells of another pool).
 #
 # With execution.pack_size above 1 (the default), one rule per pack of cells (attnlab.pipeline.plan.packs):
 # its outputs are the pack's bundles, flagged `update` so Snakemake keeps the finished ones when the pack runs
@@ -26,6 +28,7 @@ if PLAN.packs:
             params:
                 cell=PLAN.cell_config(pack),
                 code=PLAN.training_code(pack),
+                pool=PLAN.train_pool,
                 cells=pack.cell_arguments,
                 variant=pack.variant,
                 root=str(paths.RESULTS / pack.place),
@@ -55,6 +58,7 @@ else:
         params:
             cell=PLAN.cell_config,
             code=PLAN.training_code,
+            pool=PLAN.train_pool,
             root=PLAN.cell_root,
             checkpoints=PLAN.checkpoint_root,
             cache=paths.COMPILE_CACHE,

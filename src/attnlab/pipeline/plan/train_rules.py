@@ -73,6 +73,15 @@ class TrainRules:
         return lambda wildcards: pack.log().replace(packs.LR_WILDCARD, getattr(wildcards, "lr", packs.LR_WILDCARD))
 
 
+    @staticmethod
+    def train_pool(wildcards, threads) -> int:
+        """A training job's threads as a param: they are its cells' XLA pool, which their numbers depend on
+        (attnlab.training.runtime), so a job whose threads change (--set-threads, a profile) runs again, and the
+        trainer retrains every cell of another pool (attnlab.training.current) instead of leaving the build
+        with two pools that collection refuses."""
+        return threads
+
+
     def train_gpu(self, wildcards=None) -> int:
         """The `gpu` resource one training job claims: 1 on a machine whose GPU the planning sees, else 0."""
         return 1 if self.gpus else 0

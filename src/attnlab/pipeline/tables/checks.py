@@ -85,13 +85,18 @@ def _one_numerics(bundles: list[dict], value_of, what: str, why: str, fix) -> No
     for b in bundles:
         by_value.setdefault(value_of(b), []).append(str(b["path"]))
     if len(by_value) > 1:
-        (fewer, folders), (more, _) = sorted(by_value.items(), key=lambda item: (len(item[1]), item[0]))[:2]
-        shown = ", ".join(folders[:SHOWN_STALE]) + (f" and {len(folders) - SHOWN_STALE} more"
-                                                    if len(folders) > SHOWN_STALE else "")
+        (fewer, _), (more, _) = sorted(by_value.items(), key=lambda item: (len(item[1]), item[0]))[:2]
         counts = ", ".join(f"{len(f)} {value or 'on an accelerator'}" for value, f in sorted(by_value.items()))
+        groups = "; ".join(f"{value or 'on an accelerator'}: {_folders_text(folders)}"
+                           for value, folders in sorted(by_value.items(), key=lambda item: (len(item[1]), item[0])))
         raise BundleError(f"the bundles compared here were trained with more than one {what} ({counts}); {why}, "
-                          f"so the comparison would mix two numerics. The {fewer or 'accelerator'} cells: {shown}. "
+                          f"so the comparison would mix two numerics. The cells of each: {groups}. "
                           f"{fix(fewer, more)}")
+
+
+def _folders_text(folders: list[str]) -> str:
+    return ", ".join(folders[:SHOWN_STALE]) + (f" and {len(folders) - SHOWN_STALE} more"
+                                               if len(folders) > SHOWN_STALE else "")
 
 
 def check_one_pack_mode(bundles: list[dict]) -> None:
@@ -117,8 +122,9 @@ def check_one_cpu_pool(bundles: list[dict]) -> None:
     """
     _one_numerics(bundles, cpu_pool, "CPU thread pool (or device)",
                   "the pool sets the order of a matrix product's sums, which yat and yat_b amplify",
-                  lambda fewer, more: ("Delete those folders and build again (a training job's pool is its rule's "
-                                       "threads), or keep them apart in another results folder"))
+                  lambda fewer, more: ("A training job's pool is its rule's threads: build again with every "
+                                       "training rule at one thread count (a job whose threads changed trains its "
+                                       "cells again), or delete the folders of the pool you do not want"))
 
 
 def check_in_grid(bundles: list[dict], grid: ContestGrid | dict) -> None:
