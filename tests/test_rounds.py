@@ -243,6 +243,32 @@ def test_a_build_adds_seeds_in_rounds_until_decided_and_reports_them(tmp_path, c
     a_lowered_budget_reads_only_its_seeds(ws, targets, int(last.n_seeds), corpus_path)
 
 
+@pytest.mark.slow
+def test_raising_a_group_sequential_budget_on_a_built_workspace_reruns_the_decisions_and_trains_the_new_look(
+        tmp_path, corpus_path):
+    """Looks [2, 3] built, then [2, 4]: with an 'auto' LR upstream of the decisions, the planner used to read
+    round 0's decision before its checkpoint ran again and stop with a traceback saying it was made under
+    "another design or seeds", listing identical seeds. The stale decision is now made again, as the docs say,
+    and the new look trains."""
+    ws = make_workspace(tmp_path, share_compile_cache=True)
+    cfg = yaml.safe_load((ws / "config" / "smoke.yaml").read_text())
+    cfg.update(name="looks", variants=["softmax", "a3"])
+    cfg["contest"] = {"seeds": [0, 1], "lr": {"softmax": 3.0e-3, "a3": "auto"}, "rounds": {"looks": [2, 3]}}
+    cfg["sweep"].update(lrs=[3.0e-3, 1.0e-2], extend=0)
+    cfg.pop("studies")
+    for looks in ([2, 3], [2, 4]):
+        cfg["contest"]["rounds"]["looks"] = looks
+        (ws / "config" / "looks.yaml").write_text(yaml.safe_dump(cfg))
+        built = snakemake(ws, "tables", "--cores", "2", "--configfile", "config/looks.yaml", corpus=corpus_path)
+        said = built.stdout + built.stderr
+        assert built.returncode == 0 and "Traceback" not in said, said[-3000:]
+        decision = json.loads((ws / "results" / "rounds" / "round0.json").read_text())
+        assert decision["design"]["looks"] == looks
+    seeds = {int(p.name[4:]) for p in (ws / "results" / "runs" / "softmax" / "lr0.003").iterdir()}
+    assert seeds == {0, 1, 2, 3} or json.loads((ws / "results" / "rounds" / "round0.json").read_text())[
+        "next_seeds"] == [], "the new look's seeds trained, unless round 0 already decided every comparison"
+
+
 def a_raised_budget_trains_the_round_it_asks_for(ws, cfg, targets, next_round: int, corpus_path) -> None:
     """One more seed of budget: the seed_round decisions run again, the last asks for one more round, and the
     same build trains it and remakes the tables from it, ending well with nothing left to build."""

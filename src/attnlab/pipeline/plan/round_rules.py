@@ -41,20 +41,34 @@ class RoundRules:
         for index in range(len(self.round_seeds) if through is None else through):
             if made and not made[-1]["next_seeds"]:
                 break
-            path = self.checkpoints.seed_round.get(round=index).output[0]
-            made.append(self._current(rounds.read_decision(path), index, path))
+            checkpoint = self.checkpoints.seed_round
+            path = checkpoint.get(round=index).output[0]
+            decision = rounds.read_decision(path)
+            if self._stale(decision, index) and hasattr(checkpoint, "rule"):
+                # made under another design or seeds (a raised budget): Snakemake makes it again before reading it
+                raise _not_made_yet(checkpoint, path)
+            made.append(self._current(decision, index, path))
         return made
+
+
+    def _stale(self, decision: dict, index: int) -> str:
+        """Why a decision is not this config's ('' when it is): another design, or other seeds for its round."""
+        design, seeds = design_of(self.config), rounds.seeds_through(self.config, index)
+        if decision.get("design") != design.to_json():
+            made = decision.get("design") or {}
+            return (f"made under another design ({made.get('kind')}, looks {made.get('looks')}) than this "
+                    f"config's ({design.kind}, looks {list(design.looks)})")
+        if [int(s) for s in decision["seeds"]] != seeds:
+            return f"made at the seeds {decision['seeds']}, where this config's round {index} has {seeds}"
+        return ""
 
 
     def _current(self, decision: dict, index: int, path) -> dict:
         """A decision made under this config's design and at the seeds its round trains, else a refusal naming it
-        (a later round's decision left from a build of another design, which no rule reran)."""
-        design = design_of(self.config).to_json()
-        seeds = rounds.seeds_through(self.config, index)
-        if decision.get("design") != design or [int(s) for s in decision["seeds"]] != seeds:
-            raise ConfigError(f"{path}: a decision made under another design or seeds than this config's "
-                              f"(round {index}: seeds {decision['seeds']}, this config's {seeds}); remove it and "
-                              "every later round's decision, and build again")
+        and what differs (a later round's decision left from a build of another design, which no rule reran)."""
+        if why := self._stale(decision, index):
+            raise ConfigError(f"{path}: a decision {why}; remove it and every later round's decision, and build "
+                              "again")
         return decision
 
 
@@ -156,3 +170,12 @@ class RoundRules:
             if not asked:
                 break
         return seeds, decided
+
+
+def _not_made_yet(checkpoint, path) -> Exception:
+    """Snakemake's own signal that a checkpoint's output is still to be made: what a stale decision is, since the
+    design it was made under changed (the checkpoint's settings file, newer, makes it run again)."""
+    from snakemake.exceptions import IncompleteCheckpointException
+    from snakemake.io import checkpoint_target
+
+    return IncompleteCheckpointException(checkpoint.rule, checkpoint_target(path))
