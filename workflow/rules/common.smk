@@ -46,7 +46,7 @@ try:
         reparse=_snakemake_parse_config,
         argv=sys.argv,
     )
-    PLAN = Plan(CONFIG_FILE, SRC, checkpoints)
+    PLAN = Plan(CONFIG_FILE, SRC, checkpoints, workflow.resource_settings.overwrite_threads)
     PLAN.write_expectations()
 except ConfigError as err:
     raise WorkflowError(str(err)) from None

@@ -28,7 +28,7 @@ if PLAN.packs:
             params:
                 cell=PLAN.cell_config(pack),
                 code=PLAN.training_code(pack),
-                pool=PLAN.train_pool,
+                pool=PLAN.pack_pool(pack),
                 cells=pack.cell_arguments,
                 variant=pack.variant,
                 root=str(paths.RESULTS / pack.place),
@@ -58,7 +58,7 @@ else:
         params:
             cell=PLAN.cell_config,
             code=PLAN.training_code,
-            pool=PLAN.train_pool,
+            pool=PLAN.cell_pool(),
             root=PLAN.cell_root,
             checkpoints=PLAN.checkpoint_root,
             cache=paths.COMPILE_CACHE,

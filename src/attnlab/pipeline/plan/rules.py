@@ -49,8 +49,11 @@ class Plan(RoundRules, SweepRules, CollectRules, TrainRules, StudyRules, ReportR
     seed rounds, the sweep's checkpoints, the collect step, the training jobs, the studies, the figures and
     the writeup."""
 
-    def __init__(self, config_file: Path, src: Path, checkpoints=None):
+    def __init__(self, config_file: Path, src: Path, checkpoints=None, thread_counts=None):
         self.config_file, self.src, self.checkpoints = Path(config_file), Path(src), checkpoints
+        # the threads the command line or a profile sets per rule (Snakemake's --set-threads), which a training
+        # job's XLA pool is: a param of its rule (TrainRules.pool)
+        self.thread_counts = dict(thread_counts or {})
         if paths.RESULTS.exists() and not paths.RESULTS.is_dir():
             raise ConfigError(f"{paths.RESULTS.resolve()} is a file, not a folder: every output of the build goes "
                               f"under {paths.RESULTS}/; move that file away (or build in another workspace)")

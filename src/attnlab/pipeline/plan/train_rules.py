@@ -11,7 +11,7 @@ from attnlab.core import studies as studies_mod
 from attnlab.pipeline.plan import packs
 from attnlab.pipeline.ground import paths
 
-from attnlab.pipeline.plan.common import (folder_mem_mb, quoted)
+from attnlab.pipeline.plan.common import (TRAIN_RULE, folder_mem_mb, quoted)
 
 
 class TrainRules:
@@ -73,13 +73,23 @@ class TrainRules:
         return lambda wildcards: pack.log().replace(packs.LR_WILDCARD, getattr(wildcards, "lr", packs.LR_WILDCARD))
 
 
-    @staticmethod
-    def train_pool(wildcards, threads) -> int:
-        """A training job's threads as a param: they are its cells' XLA pool, which their numbers depend on
-        (attnlab.training.runtime), so a job whose threads change (--set-threads, a profile) runs again, and the
-        trainer retrains every cell of another pool (attnlab.training.current) instead of leaving the build
-        with two pools that collection refuses."""
-        return threads
+    def pool(self, rule: str) -> int | str:
+        """The XLA pool a training rule's jobs compute with: its threads (1, or what --set-threads or a profile
+        sets), as a param of the rule. A cell's numbers depend on the pool (attnlab.training.runtime), so a job
+        whose threads change runs again, and the trainer retrains every cell of another pool
+        (attnlab.training.current). Read when the Snakefile is read: Snakemake compares no param computed from
+        a job's threads."""
+        given = self.thread_counts.get(rule, 1)
+        value = getattr(given, "value", given)
+        return value if isinstance(value, int) else str(getattr(given, "raw", value))
+
+
+    def pack_pool(self, pack: packs.Pack) -> int | str:
+        return self.pool(pack.rule)
+
+
+    def cell_pool(self) -> int | str:
+        return self.pool(TRAIN_RULE)
 
 
     def train_gpu(self, wildcards=None) -> int:

@@ -32,8 +32,8 @@ import jax
 import jax.numpy as jnp
 from flax import nnx
 
-from attnlab.training.attention.base import BlockScorer, ScoreOutput, causal_mask, pairwise_dots
 from attnlab.training.attention.normalisers import SOFTMAX
+from attnlab.training.attention.plain_logits import PlainLogitsScore
 
 HEADS_MULTIPLE = 2  # the model's heads pair up into differential heads
 LAMBDA_STD = 0.1  # the λ vectors' initial spread
@@ -45,15 +45,16 @@ def lambda_init(layer: int) -> float:
     return 0.8 - 0.6 * math.exp(-0.3 * layer)
 
 
-class DifferentialScore(nnx.Module):
-    """Four λ vectors and a normalisation scale per layer; the model's heads read as pairs."""
+class DifferentialScore(PlainLogitsScore):
+    """Four λ vectors and a normalisation scale per layer; the model's heads read as pairs. The maps are softmax's
+    over its logits (PlainLogitsScore)."""
 
     normaliser = SOFTMAX
 
     def __init__(self, *, layers: int, heads: int, d_head: int, rngs: nnx.Rngs, **_):
         if heads % HEADS_MULTIPLE:
             raise ValueError(f"differential attention pairs the model's heads: heads {heads} is odd")
-        self.d_head = d_head
+        super().__init__(layers=layers, heads=heads, d_head=d_head, rngs=rngs)
         self.lambda_vectors = nnx.Param(LAMBDA_STD * jax.random.normal(rngs.params(), (layers, 4, d_head),
                                                                         jnp.float32))
         self.norm_scale = nnx.Param(jnp.ones((layers, 2 * d_head), jnp.float32))
@@ -67,15 +68,6 @@ class DifferentialScore(nnx.Module):
     def scalars(self) -> dict[str, jnp.ndarray]:
         """λ per layer, (layers,)."""
         return {"lambda": jnp.stack([self.differential_lambda(layer) for layer in range(len(self.lambda_inits))])}
-
-    def _logits(self, q: jnp.ndarray, k: jnp.ndarray) -> jnp.ndarray:
-        return pairwise_dots(q, k) / math.sqrt(self.d_head)
-
-    def __call__(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> ScoreOutput:
-        return self.normaliser.dense(self._logits(q, k), causal_mask(q.shape[1]))
-
-    def blockwise(self, q: jnp.ndarray, k: jnp.ndarray, layer: int) -> BlockScorer:
-        return BlockScorer(self.normaliser, lambda k_block: self._logits(q, k_block))
 
     def head_outputs(self, attend, v: jnp.ndarray, layer: int) -> jnp.ndarray:
         """(1 − λ_init) RMSNorm(A₁V − λ A₂V) per differential head, laid out as the model's H heads (B,T,H,d).
