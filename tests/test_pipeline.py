@@ -166,13 +166,18 @@ def test_a_variant_edit_retrains_only_that_variants_cells(built, corpus_path, va
 
 
 @pytest.mark.slow
-def test_raising_memory_or_threads_plans_nothing(built, corpus_path):
+def test_raising_memory_plans_nothing_and_other_threads_retrain_that_pack_alone(built, corpus_path):
+    """Memory is the machine's; a training job's threads are its cells' XLA pool, which their numbers depend on,
+    so another thread count for one pack reruns that pack (its trainer retrains its cells at the new pool) and
+    nothing else trains."""
     pack = "train_pack_softmax_runs_0"  # the smoke build trains in packs, one rule each
     assert (built / "results" / "logs" / "train" / "runs" / "softmax" / f"{pack}.log").is_file()
     result = snakemake(built, "--summary", "--configfile", "config/smoke.yaml", "--set-resources",
-                       f"{pack}:mem_mb=9000", "--set-threads", f"{pack}=2", corpus=corpus_path)
+                       f"{pack}:mem_mb=9000", corpus=corpus_path)
     assert result.returncode == 0, result.stderr[-2000:]
     assert "update pending" not in result.stdout
+    planned = plan(built, corpus=corpus_path, extra=("--set-threads", f"{pack}=2"))
+    assert {rule for rule in planned if rule.startswith("train_")} == {pack}, planned.keys()
 
 
 @pytest.mark.slow

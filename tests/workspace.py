@@ -47,9 +47,11 @@ def make_workspace(dest: Path, share_compile_cache: bool = False) -> Path:
     return dest
 
 
-def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | None = None) -> dict[str, set[str]]:
-    """rule -> output files Snakemake would (re)make, from its machine-readable `--summary` table."""
-    result = snakemake(workspace, "--summary", "--configfile", configfile, corpus=corpus)
+def plan(workspace: Path, configfile: str = "config/smoke.yaml", corpus: Path | None = None,
+         extra: tuple[str, ...] = ()) -> dict[str, set[str]]:
+    """rule -> output files Snakemake would (re)make, from its machine-readable `--summary` table (with `extra`
+    command-line words)."""
+    result = snakemake(workspace, "--summary", "--configfile", configfile, *extra, corpus=corpus)
     assert result.returncode == 0, result.stderr[-3000:]
     planned: dict[str, set[str]] = {}
     rows = [line.split("\t") for line in result.stdout.splitlines() if "\t" in line]
