@@ -125,7 +125,9 @@ def test_the_printed_writeup_has_a_sane_number_of_pages_of_the_configured_size(p
     if not printed["given"]:  # the smoke build: config/smoke.yaml names no paper, so the schema's default
         assert printed["paper"] == load_config(REPO / "config" / "smoke.yaml")["writeup"]["paper"] == "a4"
     pages = int(printed["info"]["Pages"])
-    assert 10 <= pages <= 40, f"{pages} pages"
+    # a sanity range, not a layout target: the smoke build prints every ledger row, most of them not testable at
+    # smoke, and two more rows (differential attention, SLAY by feature count) took it from 40 to 41 pages
+    assert 10 <= pages <= 45, f"{pages} pages"
     assert len(printed["pages"]) == pages
 
 
