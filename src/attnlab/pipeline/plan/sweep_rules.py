@@ -48,7 +48,8 @@ class SweepRules:
 
     def sweep_lrs_of(self, variant: str, added: list[float]) -> list[float]:
         """A variant's sweep LRs: its grid and those its sweep added (what its LR choice chose among)."""
-        return list(studies_mod.sweep_lrs(self.config)[variant]) + list(added)
+        grid, _ = self._step_made_for(variant)
+        return grid + list(added)
 
 
     def extended_config(self, cfg: dict, variants: list[str] | None = None) -> dict:
