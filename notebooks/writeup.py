@@ -356,7 +356,7 @@ else:
 for name, part, rows in ledger.ledger_parts(claims_table):
     show_table(ledger.ledger_html(rows), f"The claims ledger at the ``{PROTOCOL}`` protocol: {part}.", name,
                widths=ledger.LEDGER_WIDTHS, markup=("the source's words", "verdict"), css="small")
-say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE))
+say(ledger.ledger_results(claims_table, PROTOCOL, COMPARABLE, tables["contest"]))
 
 # %% [markdown]
 # ## References

@@ -101,19 +101,19 @@ def test_the_abstract_opens_with_the_finding_and_how_many_of_the_posts_claims_ar
     assert "Scaling Stick-Breaking Attention" not in text.split("</p>")[1]
 
 
-def test_verdicts_settled_through_a_contest_design_are_not_said_to_fail_holms_step_down(workspace):
-    """A design's repeated intervals give no per-claim p-value: the abstract and the multiplicity paragraph say
-    the step-down does not apply, never that none of the settled verdicts survived it."""
+def test_the_multiplicity_paragraph_counts_one_family_of_claims_and_contest_comparisons(workspace):
+    """The ledger's tests and the contest's comparisons are one family: the paragraph counts both, and every
+    ledger row it counts is one the ledger marked with Holm's outcome."""
     t = tables_of(workspace)
     tested = claims.ledger(t)
-    designed = tested.assign(p_value=float("nan"), holm="")  # what a design build's ledger carries
-    settled = abstract.posts_claims(designed).verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED]).sum()
-    assert settled, "the smoke ledger settles no claim of the posts: nothing to test"
-    first = abstract.abstract_html(t["runs"], t["contest"], designed).split("</p>")[0]
-    assert "by the contest design's intervals" in first and "surviving Holm's step-down" not in first
-    said = ledger.multiplicity_text(designed)
-    assert "Holm's step-down is not applied" in said and f"The {settled} of the two posts' claims" in said
-    assert "surviving Holm's step-down" in abstract.abstract_html(t["runs"], t["contest"], tested).split("</p>")[0]
+    members = claims.family(tested, t["contest"])
+    in_ledger = (members.kind == "claim").sum()
+    assert in_ledger == tested.holm.isin(["survives Holm", "does not survive Holm"]).sum() > 0
+    said = ledger.multiplicity_text(tested, t["contest"])
+    assert f"holds {len(members)} tests: {in_ledger} claims" in said
+    assert f"and {(members.kind == 'contest').sum()} contest comparisons" in said
+    assert "surviving Holm's step-down over the build's family" in abstract.abstract_html(
+        t["runs"], t["contest"], tested).split("</p>")[0]
 
 
 def test_a_smaller_build_says_the_published_protocol_is_the_larger_one(workspace):

@@ -156,18 +156,18 @@ def test_the_seen_values_at_eight_seeds_leave_100x_open_and_a_ninth_above_decide
     assert eight.achieved == pytest.approx(1 - 2 / 256) and eight.above == 7
     v = st.verdict(eight, 100.0)
     assert v.word == INCONCLUSIVE and v.seeds_to_resolve == 9
-    assert v.p == pytest.approx(st.p_above(SEEN, 100.0)) == pytest.approx(9 / 256)  # P(Binom(8, ½) ≥ 7)
+    assert v.p == pytest.approx(2 * st.p_above(SEEN, 100.0)) == pytest.approx(18 / 256)  # 2 P(Binom(8, ½) ≥ 7)
     nine = st.median_of(dict(enumerate(SEEN + (200.0,))), threshold=100.0)
     assert (nine.median, nine.low, nine.high) == (442.0, 200.0, 5461.0)
     assert nine.achieved == pytest.approx(1 - 2 * 10 / 512) and nine.above == 8
     holds = st.verdict(nine, 100.0)
-    assert holds.word == HOLDS and holds.p == pytest.approx(10 / 512)  # P(Binom(9, ½) ≥ 8)
+    assert holds.word == HOLDS and holds.p == pytest.approx(20 / 512)  # two-sided: 2 P(Binom(9, ½) ≥ 8)
     assert st.fragility(nine, 100.0) == 1  # one more seed under 100× would reopen it
     below = st.median_of(dict(enumerate(SEEN + (50.0,))), threshold=100.0)
     assert (below.low, below.high) == (83.0, 5461.0) and st.verdict(below, 100.0).word == INCONCLUSIVE
     # five orders: no seed reaches 100,000×, and the 8-seed interval lies wholly under it
     five = st.verdict(eight, 1e5)
-    assert five.word == CONTRADICTED and five.p == pytest.approx(1 / 256)
+    assert five.word == CONTRADICTED and five.p == pytest.approx(2 / 256)
 
 
 def test_a_seed_in_the_claims_favour_lowers_the_t_interval_but_never_the_median_interval():
@@ -204,10 +204,10 @@ def test_below_claims_and_p_values_mirror_above_ones():
     values = dict(enumerate([0.01, 0.02, 0.03, 0.04, 0.05, 0.06]))
     e = st.median_of(values, threshold=1.0)
     assert st.verdict(e, 1.0, above=False).word == HOLDS and st.verdict(e, 1.0, above=True).word == CONTRADICTED
-    assert st.verdict(e, 1.0, above=False).p == pytest.approx(1 / 64)
+    assert st.verdict(e, 1.0, above=False).p == pytest.approx(2 / 64) == st.verdict(e, 1.0, above=True).p
     open_ = st.verdict(st.median_of(dict(enumerate([1, 2, 3, 4, 5, 6, 7, 8.0]))), 4.5)
     assert open_.word == INCONCLUSIVE and open_.seeds_to_resolve == math.inf
-    assert open_.p == pytest.approx(verdicts.p_least(st.p_above(range(1, 9), 4.5), st.p_below(range(1, 9), 4.5)))
+    assert open_.p == 1.0  # 4 above and 4 below: twice a tail of one half, capped
 
 
 def test_method_names_the_reading():

@@ -483,11 +483,14 @@ def test_holm_steps_down_where_each_claim_alone_would_pass():
 
 @pytest.mark.parametrize("shift", [0.0, 0.004, 0.01, 0.03])
 def test_a_verdicts_p_value_agrees_with_its_interval(shift):
-    """A one-sided p under 2.5% exactly when the 95% interval clears the threshold on that side."""
+    """A two-sided p at most 5% exactly when the 95% interval clears the threshold, either way: the verdict is
+    settled exactly when Holm's step-down, alone in its family, would reject."""
     from attnlab.pipeline.ground.statistics import mean_interval
-    from attnlab.pipeline.ground.verdicts import one_sided
+    from attnlab.pipeline.ground.verdicts import in_range, one_sided
 
-    estimate = mean_interval([1.0 + shift, 1.01 + shift, 0.995 + shift])
-    verdict = one_sided(estimate, 1.0, above=True)
-    assert (verdict.word == "holds") == (verdict.p < 0.025)
-    assert 0 <= verdict.p <= 1
+    for center in (1.0 + shift, 1.0 - shift):
+        estimate = mean_interval([center, center + 0.01, center - 0.005])
+        for verdict in (one_sided(estimate, 1.0, above=True), one_sided(estimate, 1.0, above=False),
+                        in_range(estimate, 0.995, 1.05), in_range(estimate, 0.9, 0.999)):
+            assert (verdict.word in ("holds", "contradicted")) == (verdict.p <= 0.05)
+            assert 0 <= verdict.p <= 1

@@ -51,12 +51,13 @@ from attnlab.pipeline.claims.kernel_post_scale import (ablation_untames, kernel_
 from attnlab.pipeline.claims.kernel_post_scores import (ablation_barely_moves_entropy, kernel_more_diffuse,
                                                         learned_scalars_specialise, mass_auroc_null)
 from attnlab.pipeline.claims.later_post import softmax_over_kernel
-from attnlab.pipeline.claims.ledger import CHECKS, build_protocol, ledger, load_tables, main
+from attnlab.pipeline.claims.ledger import CHECKS, build_protocol, family, ledger, load_tables, main
 
 __all__ = ["A3_POST", "BEYOND", "CHECKS", "Claim", "KERNEL_POST", "LATER_POST", "PAPERS", "SOURCES", "a3_composes",
            "a3_compute_overhead_small", "ablation_barely_moves_entropy", "learned_scalars_specialise",
            "a3_early_layers_softer", "a3_gain_is_per_token", "a3_overhead_small", "a3_starts_at_softmax",
            "a3_starts_close", "a3_valid_distributions", "ablation_untames", "build_protocol", "contest_losses",
-           "early_and_deep", "kernel_gap", "kernel_lr_band", "kernel_more_diffuse", "kernel_scores_five_orders",
+           "early_and_deep", "family", "kernel_gap", "kernel_lr_band", "kernel_more_diffuse",
+           "kernel_scores_five_orders",
            "kernel_scores_larger", "ledger", "load_tables", "main", "mass_auroc_null", "matched_lr_scores",
            "published", "softmax_against_itself", "softmax_dies_at_high_lr", "softmax_over_kernel"]

@@ -95,24 +95,47 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
             claim.protocol = claim.protocol or protocol
             rows.append(asdict(claim))
     table = pd.DataFrame(rows, columns=contract.columns("ledger"))
-    table["holm"] = holm_column(table)
+    members = family(table, tables.get("contest"))
+    claims = members[members.kind == CLAIM].set_index("member")
+    table["p_holm"] = [float(claims.p_holm[i]) if i in claims.index else float("nan") for i in table.index]
+    table["holm"] = [("" if i not in claims.index else SURVIVES if claims.survives[i] else FALLS)
+                     for i in table.index]
     return table
 
 
 # Checks over values no look of a contest design added (sweep seeds, timing rounds): fixed-seed t-intervals always.
 OFF_CONTEST = (softmax_dies_at_high_lr, kernel_lr_band, a3_compute_overhead_small)
-POSTS = (KERNEL_POST, A3_POST)  # the two posts: their claims a test judged are Holm's family
+POSTS = (KERNEL_POST, A3_POST)  # the two posts (the abstract counts their claims apart)
 SURVIVES, FALLS = "survives Holm", "does not survive Holm"
+CLAIM, CONTEST = "claim", "contest"  # the two kinds of member of the family
+FAMILY_ALPHA = 1 - intervals.CONFIDENCE
+DECIDED = (verdicts.HOLDS, verdicts.CONTRADICTED, verdicts.INCONCLUSIVE)  # at this build's protocol, by experiment
 
 
-def holm_column(table: pd.DataFrame) -> list[str]:
-    """Per row: whether its verdict survives Holm's step-down over the family of the posts' claims judged by a
-    test (a finite p-value), '' outside the family. Only a settled verdict (holds, contradicted) can survive;
-    an open one is in the family, and counts toward its size, all the same."""
-    family = table.source.isin(POSTS) & pd.to_numeric(table.p_value, errors="coerce").notna()
-    rejected = verdicts.holm({i: float(table.p_value[i]) for i in table.index[family]})
-    settled = table.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])
-    return [("" if not family[i] else SURVIVES if i in rejected and settled[i] else FALLS) for i in table.index]
+def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataFrame:
+    """Holm's family of this build: every ledger row an experiment judges at this build's protocol (holds,
+    contradicted or inconclusive, whatever its source, with a p-value) and every contest comparison with the
+    baseline (contest.csv's p_vs_softmax), one step-down at FAMILY_ALPHA over all of them. A design's
+    comparisons enter through their repeated p-values (verdicts.p_value), so they are members like any other.
+    Left out: a row off its claim's protocol, not testable or settled by construction (no experiment decides
+    it here), a control whose verdict is a non-rejection (the A/A row: no p-value), and one seed alone (no
+    test). One row per member: kind (CLAIM, CONTEST), member (the ledger row's index, or the variant), label,
+    p_value, p_holm (Holm's adjusted p), survives (p_holm at most FAMILY_ALPHA)."""
+    rows = []
+    for i, r in ledger_table.iterrows():
+        p = pd.to_numeric(r.get("p_value"), errors="coerce")
+        if str(r.verdict) in DECIDED and pd.notna(p):
+            rows.append((CLAIM, i, str(r.claim), float(p)))
+    if contest is not None and not contest.empty and "p_vs_softmax" in contest:
+        for r in contest.itertuples():
+            if r.variant != contract.BASELINE and pd.notna(r.p_vs_softmax):
+                rows.append((CONTEST, r.variant, f"{r.variant} against {contract.BASELINE} (contest)",
+                             float(r.p_vs_softmax)))
+    members = pd.DataFrame(rows, columns=["kind", "member", "label", "p_value"])
+    adjusted = verdicts.holm_adjusted(dict(enumerate(members.p_value)))
+    members["p_holm"] = [adjusted[k] for k in range(len(members))]
+    members["survives"] = members.p_holm <= FAMILY_ALPHA
+    return members
 
 
 def design_reading(tables: dict[str, pd.DataFrame]):

@@ -188,7 +188,7 @@ def below_share(k: int, n: int, share: float) -> Verdict:
     """A claim that an event is rarer than `share`: verdicts.count_verdict's, with its sides swapped."""
     verdict = verdicts.count_verdict(k, n, share)
     swapped = {HOLDS: CONTRADICTED, CONTRADICTED: HOLDS}.get(verdict.word, verdict.word)
-    return Verdict(swapped, verdict.reason, verdict.seeds_to_resolve, verdict.side)
+    return Verdict(swapped, verdict.reason, verdict.seeds_to_resolve, verdict.side, p=verdict.p)  # p: two-sided
 
 
 def sink_heads(t, variant: str) -> tuple[int, int, dict[int, float]]:

@@ -56,8 +56,11 @@ class Table:
     open: bool = False  # True: these columns and more (runs.csv carries every scalar of every bundle)
 
 
+# A comparison with the baseline, paired by seed: the difference and its interval, the seeds the variant wins, the
+# loss ratio's gap and its interval, and p_vs_softmax, the two-sided p-value of the difference read as its interval
+# is (verdicts.p_value: a t-test, or the design's repeated p-value), which the ledger's Holm family takes.
 PAIRED_COLUMNS = ("delta_vs_softmax", "delta_ci_low", "delta_ci_high", "wins", "n_paired", "gap_vs_softmax",
-                  "gap_ci_low", "gap_ci_high")
+                  "gap_ci_low", "gap_ci_high", "p_vs_softmax")
 COMPOSABILITY_CHECKS = ("variant", "kv_heads", "seeds", "dense_loss", "blockwise_loss", "step0_diff", "abs_diff",
                         "rel_diff", "agree", "loss_fell", "loss_drop", "vs_full_kv", "cost_vs_softmax")
 
@@ -158,7 +161,8 @@ _TABLES = (
            "a3_lr", "softmax_lr", "a3_seeds", "softmax_seeds")),
     Table("ledger", "ledger", "one claim",
           ("source", "claim", "quote", "check", "measured", "published", "verdict", "interval", "seeds",
-           "seeds_to_resolve", "resolution", "protocol", "note", "preconditions", "lean", "p_value", "holm")),
+           "seeds_to_resolve", "resolution", "protocol", "note", "preconditions", "lean", "p_value", "holm",
+           "p_holm")),
     # One study of the config's `studies:` (attnlab.pipeline.tables.study), written as study_<name>: per point
     # of its axes (the study's axis columns follow `study`), variant and LR, the best validation loss over the
     # seeds, paired with the baseline at the same point (delta_vs_softmax ...) and with the same variant at the

@@ -57,7 +57,8 @@ class Design:
         if self.kind == CONFIDENCE_SEQUENCE:  # a median's exact interval: α shared over the planned rounds
             return intervals.sequential(self.precision, median=1 - self.alpha / len(self.looks))
         if self.kind == GROUP_SEQUENTIAL:
-            return intervals.repeated(self.looks, self.confidences)
+            return intervals.repeated(self.looks, self.confidences,
+                                      at_alpha=lambda alpha: _nominal(self.looks, alpha, self.spending))
         return contextlib.nullcontext()
 
     def text(self) -> str:

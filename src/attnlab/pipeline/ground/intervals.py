@@ -14,7 +14,7 @@ attnlab.pipeline.ground.statistics without passing it along.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
@@ -35,6 +35,11 @@ _REPEATED: ContextVar[tuple[tuple[int, ...], tuple[float, ...]] | None] = Contex
 # mixture form: a share of α per planned round). Set with `sequential`.
 _MEDIAN: ContextVar[float | None] = ContextVar("median_confidence", default=None)
 
+# A group-sequential design's looks' nominal confidences at another overall α (alpha -> one per look), from which
+# a repeated p-value is read (`repeated_p`). Set with `repeated`.
+_AT_ALPHA: ContextVar[Callable[[float], tuple[float, ...]] | None] = ContextVar("levels_at_alpha", default=None)
+_P_FLOOR = 1e-12  # a repeated p-value below this is reported as this (the bisection's floor)
+
 
 @contextmanager
 def sequential(precision: float, median: float | None = None) -> Iterator[None]:
@@ -50,30 +55,33 @@ def sequential(precision: float, median: float | None = None) -> Iterator[None]:
 
 
 @contextmanager
-def repeated(looks, confidences) -> Iterator[None]:
+def repeated(looks, confidences, at_alpha: Callable[[float], tuple[float, ...]] | None = None) -> Iterator[None]:
     """Within it, an interval over n seeds is a t-interval at the nominal confidence of the design's last look at
     or below n (its first look below that): a group-sequential design's repeated confidence interval, whose
     looks cover together at CONFIDENCE (attnlab.pipeline.ground.group_sequential). A comparison that stopped at an
-    early look is read at that look's level; a look short of a diverged cell at the look before (wider)."""
+    early look is read at that look's level; a look short of a diverged cell at the look before (wider).
+    `at_alpha` gives the looks' nominal confidences had the design spent another overall α (the design's
+    spending function): what a repeated p-value is read from; without it a repeated p-value is NaN."""
     looks, confidences = tuple(int(n) for n in looks), tuple(float(c) for c in confidences)
     if len(looks) != len(confidences) or not all(0 < c <= 1 for c in confidences):
         raise ValueError(f"one nominal confidence in (0, 1] per look, not {confidences} for looks {looks}")
-    token = _REPEATED.set((looks, confidences))
+    token, alpha_token = _REPEATED.set((looks, confidences)), _AT_ALPHA.set(at_alpha)
     try:
         yield
     finally:
         _REPEATED.reset(token)
+        _AT_ALPHA.reset(alpha_token)
 
 
 @contextmanager
 def fixed() -> Iterator[None]:
     """Within it, intervals are fixed-seed t-intervals whatever design surrounds it: for values that are not
     contest seeds (sweep seeds, timing rounds, ladder rungs), which no look of the design added."""
-    tokens = _SEQUENTIAL.set(None), _REPEATED.set(None), _MEDIAN.set(None)
+    tokens = _SEQUENTIAL.set(None), _REPEATED.set(None), _MEDIAN.set(None), _AT_ALPHA.set(None)
     try:
         yield
     finally:
-        for var, token in zip((_SEQUENTIAL, _REPEATED, _MEDIAN), tokens):
+        for var, token in zip((_SEQUENTIAL, _REPEATED, _MEDIAN, _AT_ALPHA), tokens):
             var.reset(token)
 
 
@@ -103,13 +111,65 @@ def nominal_confidence(n: int | None = None) -> float:
     looks, confidences = design
     if n is None:
         return confidences[-1]
-    return confidences[max([k for k, at in enumerate(looks) if at <= n] or [0])]
+    return confidences[_look(looks, n)]
 
 
 def median_confidence(n: int | None = None) -> float:
     """The confidence a median's exact sign-test interval over n seeds is read at (attnlab.pipeline.ground.sign_test):
     the look's nominal level inside `repeated`, the share `sequential` was given, else CONFIDENCE."""
     return _MEDIAN.get() or nominal_confidence(n)
+
+
+def _look(looks: tuple[int, ...], n: int) -> int:
+    """The index of the last look at or below n seeds (the first look below that), as nominal_confidence."""
+    return max([k for k, at in enumerate(looks) if at <= n] or [0])
+
+
+def _smallest_alpha(rejects: Callable[[float], bool]) -> float:
+    """The smallest overall α in [_P_FLOOR, 1] at which `rejects(α)` (monotone: true at every larger α), by
+    bisection on log α; 1 where it rejects at no α below 1."""
+    if not rejects(1.0 - 1e-9):
+        return 1.0
+    if rejects(_P_FLOOR):
+        return _P_FLOOR
+    low, high = math.log(_P_FLOOR), math.log(1.0 - 1e-9)
+    for _ in range(40):  # log α to within 1e-6 of its width: p to six figures
+        mid = (low + high) / 2
+        low, high = (low, mid) if rejects(math.exp(mid)) else (mid, high)
+    return math.exp(high)
+
+
+def designed_p(n: int, fixed_p: float, distance: float = math.nan, spread: float = math.nan) -> float:
+    """The p-value of a test read under this context's design, from its fixed-sample two-sided p-value at n
+    seeds (a t-test's or a sign test's): the smallest overall α at which the design's interval at n seeds would
+    exclude the null (a repeated p-value, Jennison & Turnbull 2000, ch. 9), so it rejects at 0.05 exactly when
+    the build's interval does, and Holm's step-down can take it beside fixed-seed p-values.
+
+    - fixed seeds: `fixed_p` itself;
+    - `repeated`: the smallest α whose spending puts n seeds' look at a nominal level 1 − α_k ≥ fixed_p;
+    - `sequential`, a mean: the smallest α at which the confidence sequence's half-width at n seeds (this
+      spread, the mixture precision fixed) is below `distance`, the mean's distance from the null;
+    - `sequential`, a median (no spread given): fixed_p times the planned rounds (the share of α each round's
+      exact interval is read at), capped at 1.
+    NaN where the design cannot say (a repeated design without its spending function)."""
+    if not math.isfinite(fixed_p):
+        return math.nan
+    precision = _SEQUENTIAL.get()
+    if precision is not None:
+        if not math.isfinite(spread):
+            rounds = (1 - CONFIDENCE) / (1 - (_MEDIAN.get() or CONFIDENCE))
+            return min(1.0, fixed_p * rounds)
+        if spread == 0 or n < 2:
+            return math.nan
+        scale = spread * math.sqrt((n - 1) / n)
+        return _smallest_alpha(lambda a: float(half_width_factor(n, precision, a)) * scale < distance)
+    design, at_alpha = _REPEATED.get(), _AT_ALPHA.get()
+    if design is None:
+        return fixed_p
+    if at_alpha is None:
+        return math.nan
+    k = _look(design[0], n)
+    return _smallest_alpha(lambda a: 1 - at_alpha(a)[k] >= fixed_p)
 
 
 def interval_kind() -> str:

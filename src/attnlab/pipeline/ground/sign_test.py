@@ -14,7 +14,7 @@ for, and `achieved` is the coverage it gives (e.g. 96.1% at 9 seeds for 95%). Be
 order statistics reach it (5 seeds give at most 93.75%): the interval is then the whole line (−∞, +∞), of
 coverage 1, and never settles a claim. Order statistics are scale-free, so the interval of a ratio is the
 same read on the ratio or on its log. The verdicts are those of attnlab.pipeline.ground.verdicts (its words,
-its Verdict, its p_least); the p-values are exact one-sided sign tests (scipy.stats.binomtest).
+its Verdict); the p-values are exact two-sided sign tests (scipy.stats.binomtest).
 """
 
 from __future__ import annotations
@@ -191,26 +191,32 @@ def seeds_to_resolve(values: Iterable[float], threshold: float, confidence=CONFI
 def verdict(estimate: MedianEstimate, threshold: float, above: bool = True) -> Verdict:
     """A claim that the median lies above (or below) `threshold`: holds when the whole interval is on the
     claim's side, contradicted when on the other side, else inconclusive with the seeds that would settle it
-    at the observed shares. p: the exact one-sided sign test of the settled side (the likelier one when
-    open), which Holm reads; NaN inside a sequential design's reading, as verdicts.p_beyond's (a fixed-seed
-    p-value is no evidence there)."""
+    at the observed shares. p: two-sided (`p_value`), the one Holm's step-down reads."""
     if estimate.n == 0:
         return Verdict(INCONCLUSIVE, NO_SEED)
     designed = intervals.interval_kind() != "CI"
-    up, down = ((math.nan, math.nan) if designed
-                else (p_above(estimate.values, threshold), p_below(estimate.values, threshold)))
-    on_side, against = (up, down) if above else (down, up)
+    p = p_value(estimate, threshold)
     if (estimate.low > threshold) if above else (estimate.high < threshold):
-        return Verdict(HOLDS, p=on_side)
+        return Verdict(HOLDS, p=p)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
-        return Verdict(CONTRADICTED, p=against)
+        return Verdict(CONTRADICTED, p=p)
     side = ""
     if estimate.n == 1:
         falls = "on" if (estimate.values[0] > threshold) == above else "against"
         side = f"the one seed falls {falls} the claim's side"
     level = intervals.median_confidence if designed else estimate.confidence  # each count at its own look's
-    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate.values, threshold, level), side,
-                   p=verdicts.p_least(on_side, against))
+    return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate.values, threshold, level), side, p=p)
+
+
+def p_value(estimate: MedianEstimate, threshold: float) -> float:
+    """The two-sided exact sign-test p-value that the median differs from `threshold` (twice the smaller
+    one-sided one, capped at 1), under a design its repeated p-value (intervals.designed_p, read in the context
+    the estimate was made in); NaN without an untied seed."""
+    smaller = verdicts.p_least(p_above(estimate.values, threshold), p_below(estimate.values, threshold))
+    if not math.isfinite(smaller):
+        return math.nan
+    fixed_p = min(1.0, 2 * smaller)
+    return intervals.designed_p(estimate.n, fixed_p) if intervals.designed() else fixed_p
 
 
 def fragility(estimate: MedianEstimate, threshold: float) -> int:

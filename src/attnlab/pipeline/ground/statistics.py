@@ -61,6 +61,12 @@ class Estimate:
     noise: str = ""  # one seed read against a stated noise scale: where that scale comes from
     sequential: bool = False  # the interval is a sequential design's (seeds added under contest.rounds)
     kind: str = "CI"  # what the interval is called: CI, or a design's RCI (repeated) or CS (confidence sequence)
+    degrees: int | None = None  # the t-interval's degrees of freedom where not n − 1 (a regression, a noise scale)
+
+    @property
+    def dof(self) -> int:
+        """The degrees of freedom of its t-interval: n − 1 over seeds, else what its source gave."""
+        return self.degrees if self.degrees is not None else self.n - 1
 
     @property
     def has_interval(self) -> bool:
@@ -167,7 +173,7 @@ def against_noise(value: float, noise: Estimate, source: str, ratio: bool = Fals
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, noise.n - 1)) * noise.spread
     back = math.exp if ratio else float
     return Estimate(back(working), back(working - half), back(working + half), 1, (0,), (back(working),),
-                    working, noise.spread, ratio, None,
+                    working, noise.spread, ratio, None, degrees=noise.n - 1,
                     noise=f"one seed against the seed spread σ = {noise.spread:.3g} of {source} "
                           f"({noise.n} seeds)")
 
@@ -213,7 +219,7 @@ def slope_with_seed_effect(points: Mapping) -> Estimate:
         return Estimate(slope, math.nan, math.nan, len(seeds), seeds, (slope,), slope, 0.0)
     low, high = stats.t.interval(CONFIDENCE, df, loc=slope, scale=se)
     return Estimate(slope, float(low), float(high), len(seeds), seeds, (slope,), slope, se * math.sqrt(len(seeds)),
-                    noise=f"a regression of {len(x)} points on {df} residual degrees of freedom")
+                    degrees=df, noise=f"a regression of {len(x)} points on {df} residual degrees of freedom")
 
 
 def seeds_for_stability(estimate: Estimate, *thresholds: float) -> float | None:

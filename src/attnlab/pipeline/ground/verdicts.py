@@ -2,8 +2,11 @@
 
 Inside the claim's side, the claim holds; wholly on the other side, it is
 contradicted; across its edge, it is inconclusive, and the observed spread
-says about how many seeds would settle it. Each verdict carries the one-sided
-p-value of the side it settled (Holm's step-down reads it across a family).
+says about how many seeds would settle it. Each verdict carries a two-sided
+p-value that agrees with its interval: the verdict is settled exactly when
+that p is at most 0.05 (for a band, the larger of its two edges' p-values; a
+design's repeated p-value where the seeds were added under one, so Holm's
+step-down takes every verdict of a build in one family at 0.05).
 The two "by construction" verdicts are settled by how the model is built, not
 by an experiment, and are counted apart from the empirical ones everywhere.
 """
@@ -16,7 +19,7 @@ from dataclasses import dataclass, replace
 
 from scipy import stats
 
-from attnlab.pipeline.ground.intervals import CONFIDENCE
+from attnlab.pipeline.ground.intervals import CONFIDENCE, designed_p
 from attnlab.pipeline.ground.statistics import (MAX_SEEDS, NO_SEED, NOISE_RESOLUTION, ONE_SEED, Estimate,
                                                 count_interval, seeds_to_resolve)
 
@@ -42,7 +45,7 @@ class Verdict:
     reason: str = ""
     seeds_to_resolve: float | None = None
     side: str = ""
-    p: float = math.nan  # the one-sided p-value of the settled side (the likelier side when open); Holm reads it
+    p: float = math.nan  # two-sided, settled exactly when p <= 0.05 (p_value); Holm's step-down reads it
 
     @property
     def resolution(self) -> str:
@@ -67,13 +70,12 @@ def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
         side = "on" if (estimate.mean > threshold) == above else "against"
         return Verdict(INCONCLUSIVE, estimate.reason,
                        side=f"the one seed falls {side} the claim's side" if estimate.n == 1 else "")
-    on_side = p_beyond(estimate, threshold, above)
-    against = p_beyond(estimate, threshold, not above)
+    p = p_value(estimate, threshold)
     if (estimate.low > threshold) if above else (estimate.high < threshold):
-        return Verdict(HOLDS, p=on_side)
+        return Verdict(HOLDS, p=p)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
-        return Verdict(CONTRADICTED, p=against)
-    return replace(_open(estimate, threshold), p=p_least(on_side, against))
+        return Verdict(CONTRADICTED, p=p)
+    return replace(_open(estimate, threshold), p=p)
 
 
 def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
@@ -83,19 +85,20 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
     if n == 0:
         return Verdict(INCONCLUSIVE, NO_SEED)
     low, high = count_interval(k, n)
-    above = float(stats.binomtest(k, n, share, alternative="greater").pvalue) if 0 < share < 1 else math.nan
-    below = float(stats.binomtest(k, n, share, alternative="less").pvalue) if 0 < share < 1 else math.nan
+    # twice the smaller exact tail: settled exactly when the exact (Clopper–Pearson) interval clears the share
+    p = min(1.0, 2 * min(float(stats.binomtest(k, n, share, alternative=side).pvalue)
+                         for side in ("greater", "less"))) if 0 < share < 1 else math.nan
     if low > share:
-        return Verdict(HOLDS, p=above)
+        return Verdict(HOLDS, p=p)
     if high < share:
-        return Verdict(CONTRADICTED, p=below)
+        return Verdict(CONTRADICTED, p=p)
     if k / n == share:
-        return Verdict(INCONCLUSIVE, "", math.inf, p=p_least(above, below))
+        return Verdict(INCONCLUSIVE, "", math.inf, p=p)
     for m in range(n + 1, MAX_SEEDS + 1):
         lo, hi = count_interval(round(k / n * m), m)
         if lo > share or hi < share:
-            return Verdict(INCONCLUSIVE, "", m, p=p_least(above, below))
-    return Verdict(INCONCLUSIVE, "", None, p=p_least(above, below))
+            return Verdict(INCONCLUSIVE, "", m, p=p)
+    return Verdict(INCONCLUSIVE, "", None, p=p)
 
 
 def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
@@ -106,13 +109,17 @@ def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
         side = "inside" if low <= estimate.mean <= high else "outside"
         return Verdict(INCONCLUSIVE, estimate.reason,
                        side=f"the one seed falls {side} the claimed range" if estimate.n == 1 else "")
-    inside = p_most(p_beyond(estimate, low, True), p_beyond(estimate, high, False))  # both sides: two one-sided tests
-    outside = p_least(p_beyond(estimate, low, False), p_beyond(estimate, high, True))
+    inside = low <= estimate.mean <= high
+    at_low, at_high = p_value(estimate, low), p_value(estimate, high)
+    # inside: both edges excluded (two one-sided tests); outside: the nearer edge excluded; 1 where the mean
+    # itself is on the other side, so an open verdict's p (the smaller) is never one that would settle it
+    p_inside = p_most(at_low, at_high) if inside else 1.0
+    p_outside = 1.0 if inside else at_low if estimate.mean < low else at_high
     if low <= estimate.low and estimate.high <= high:
-        return Verdict(HOLDS, p=inside)
+        return Verdict(HOLDS, p=p_inside)
     if estimate.high < low or estimate.low > high:
-        return Verdict(CONTRADICTED, p=outside)
-    return replace(_open(estimate, low, high), p=p_least(inside, outside))
+        return Verdict(CONTRADICTED, p=p_outside)
+    return replace(_open(estimate, low, high), p=p_least(p_inside, p_outside))
 
 
 def _open(estimate: Estimate, *thresholds: float) -> Verdict:
@@ -153,6 +160,21 @@ def holm_adjusted(p_values: Mapping) -> dict:
         running = max(running, min(1.0, (len(ordered) - rank) * p))
         adjusted[key] = running
     return adjusted
+
+
+def p_value(estimate: Estimate, value: float) -> float:
+    """The two-sided p-value that the estimate's mean differs from `value`, read the way its interval is: a
+    t-test over seeds (on the working scale, with the estimate's degrees of freedom: a regression's residual
+    ones, a noise scale's seeds), or under a design its repeated p-value (intervals.designed_p). It is at most
+    0.05 exactly when the interval excludes `value`. NaN with no interval (one seed alone, zero spread)."""
+    if not estimate.has_interval or not math.isfinite(estimate.spread) or estimate.spread == 0:
+        return math.nan
+    distance = abs(estimate.center - estimate.working(value))
+    t = distance / (estimate.spread / math.sqrt(estimate.n))
+    fixed_p = min(1.0, float(2 * stats.t.sf(t, estimate.dof)))
+    if not estimate.sequential:
+        return fixed_p
+    return designed_p(estimate.n, fixed_p, distance, estimate.spread)
 
 
 def p_two_sided(estimate: Estimate, value: float = 0.0) -> float:

@@ -15,8 +15,8 @@ from attnlab.pipeline.ground import intervals, verdicts
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.ground.formatting import difference, finite, plural
-from attnlab.pipeline.report.ledger import (POSTS, SURVIVES, posts_claims, posts_family, reference_number, sources,
-                                            tally, verdict_kind)
+from attnlab.pipeline.report.ledger import (CONTEST, POSTS, SURVIVES, family, posts_claims, reference_number,
+                                            sources, tally, verdict_kind)
 
 # What each variant computes, in words (docs/variants.md's table says the same).
 VARIANTS = {
@@ -56,23 +56,31 @@ def _posts() -> str:
                         f'<a href="#references">[{reference_number(name)}]</a>' for name, s in cited)
 
 
-def _reading(row) -> str:
+def _reading(row, survives: bool) -> str:
+    """A contest comparison in words: better or worse only where its interval is clear of 0 and it survives
+    Holm's step-down over the build's family (claims.ledger.family)."""
     if not (finite(row.delta_ci_low) and finite(row.delta_ci_high)):
         return "no interval"
-    if row.delta_ci_high < 0:
-        return f"better, wins {row.wins}"
-    if row.delta_ci_low > 0:
-        return f"worse, wins {row.wins}"
+    clear = row.delta_ci_high < 0 or row.delta_ci_low > 0
+    if clear and survives:
+        return f"{'better' if row.delta_ci_high < 0 else 'worse'}, wins {row.wins}"
+    if clear:
+        return f"clear of 0 alone, not after Holm's step-down over the build's family, wins {row.wins}"
     return f"not resolved, wins {row.wins}"
 
 
-def findings(contest: pd.DataFrame) -> str:
-    """Each variant's paired difference from the baseline with its interval, in a sentence."""
+def findings(contest: pd.DataFrame, ledger: pd.DataFrame | None = None) -> str:
+    """Each variant's paired difference from the baseline with its interval, in a sentence; called better or
+    worse only where it survives Holm's step-down over the build's family (the ledger's tests and the contest's
+    comparisons together)."""
     rows = [r for r in contest.itertuples() if r.variant != BASELINE and finite(r.delta_vs_softmax)]
     if not rows:
         return ""
+    members = family(ledger if ledger is not None else pd.DataFrame(columns=["verdict", "p_value", "claim"]),
+                     contest)
+    held = set(members[(members.kind == CONTEST) & members.survives].member)
     parts = [f"{html.escape(r.variant)} {difference(r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high)} "
-             f"({_reading(r)})" for r in sorted(rows, key=lambda r: r.delta_vs_softmax)]
+             f"({_reading(r, r.variant in held)})" for r in sorted(rows, key=lambda r: r.delta_vs_softmax)]
     return (f"Against {BASELINE}, paired by seed (best validation loss in nats/char, each variant minus {BASELINE} "
             f"of the same seed, {LEVEL} interval; below 0 is better): " + "; ".join(parts) + ".")
 
@@ -183,12 +191,9 @@ def decided(ledger: pd.DataFrame, protocol: str) -> str:
     built = int(kinds.isin(verdicts.BY_CONSTRUCTION).sum())
     survive = int((posts.holm == SURVIVES).sum()) if "holm" in posts else 0
     rest = len(posts) - tested - built
-    if len(posts_family(ledger)):
-        family = f" ({survive} of them surviving Holm's step-down across the posts' tested claims)"
-    else:  # a contest design's repeated intervals give no per-claim p-value: no step-down to survive or fail
-        family = " (by the contest design's intervals, which no step-down across the claims corrects)" \
-            if tested else ""
-    text = (f"Of the two posts' {len(posts)} claims, this build decides {tested} by experiment{family} and {built} "
+    corrected = (f" ({survive} of them surviving Holm's step-down over the build's family of tests)"
+                 if tested else "")
+    text = (f"Of the two posts' {len(posts)} claims, this build decides {tested} by experiment{corrected} and {built} "
             "by construction")
     if rest:
         text += (f"; the other {rest} stay open at <code>{html.escape(protocol)}</code>: their protocol is cells "
@@ -210,7 +215,7 @@ def abstract_html(runs: pd.DataFrame, contest: pd.DataFrame, ledger: pd.DataFram
               "apart from them: the catalog's papers, this project's own questions and controls, and the scale "
               "ladder's. "
               f"{build.protocol_text(runs, contest)}")
-    found = " ".join(filter(None, [findings(contest), improving(runs)]))
+    found = " ".join(filter(None, [findings(contest, ledger), improving(runs)]))
     verdicts = " ".join(filter(None, [
         f"Of the {len(ledger)} claims at <code>{name}</code>, {tally(ledger)}.", settled(ledger),
         off_protocol(ledger, build.protocol(runs)), constructions(ledger),

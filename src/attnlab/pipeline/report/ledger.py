@@ -17,7 +17,8 @@ from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.claims.ladder_rows import ON_THE_LADDER
-from attnlab.pipeline.claims.ledger import FALLS, POSTS, SURVIVES  # noqa: F401  (the abstract's POSTS, SURVIVES)
+from attnlab.pipeline.claims.ledger import CONTEST, FALLS, POSTS, SURVIVES, family  # noqa: F401  (the abstract's)
+from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
 from attnlab.pipeline.tables import display
@@ -199,7 +200,8 @@ def tally(ledger: pd.DataFrame) -> str:
     return text
 
 
-def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -> str:
+def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool,
+                   contest: pd.DataFrame | None = None) -> str:
     text = f"At the `{protocol_name}` protocol, {len(ledger)} claims: {tally(ledger)}."
     text += (f" An experiment's verdict rests on the interval beside it ({intervals.CONFIDENCE:.0%}: a "
              "t-interval over the seeds named, an exact binomial interval for a count of divergences, or one "
@@ -210,7 +212,7 @@ def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -
              "says; the row then gives the data's lean. *Not testable* means this protocol cannot express the "
              "claim. *Holds* or *contradicted by construction* (badges *by construction ✓* and *✗*) means the "
              "model's construction settles it, not an experiment.")
-    text += " " + multiplicity_text(ledger)
+    text += " " + multiplicity_text(ledger, contest)
     if not comparable:
         text += (f" The `{protocol_name}` protocol is not the published one, so a claim contradicted here is "
                  "contradicted at this protocol; it does not refute the published number.")
@@ -218,38 +220,38 @@ def ledger_results(ledger: pd.DataFrame, protocol_name: str, comparable: bool) -
 
 
 def posts_family(ledger: pd.DataFrame) -> pd.DataFrame:
-    """The posts' claims an experiment judged with a test (the family Holm's step-down runs over)."""
+    """The ledger's members of Holm's family (claims.ledger.family): the rows an experiment judged at this
+    build's protocol with a test."""
     if "holm" not in ledger:
         return ledger.iloc[0:0]
     return ledger[ledger.holm.astype(str).isin([SURVIVES, FALLS])]
 
 
-def multiplicity_text(ledger: pd.DataFrame) -> str:
-    """How many of the posts' claims were tested, what 95% per claim means for the family, and which settled
-    verdicts survive Holm's step-down."""
-    family = posts_family(ledger)
-    m = len(family)
+def multiplicity_text(ledger: pd.DataFrame, contest: pd.DataFrame | None = None) -> str:
+    """The build's one family: how many claims and contest comparisons it holds, what 95% per claim would mean
+    for it, and which settled verdicts survive Holm's step-down."""
+    members = family(ledger, contest)
+    m = len(members)
     if not m:
-        posts = posts_claims(ledger)
-        judged = posts[posts.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
-        if len(judged):  # settled through a contest design: its looks are corrected, the claims are not
-            return (f"*Multiplicity.* The {len(judged)} of the two posts' claims settled here rest on the contest "
-                    "design's repeated intervals, each with its error rate held over the design's looks, not "
-                    "across the claims; those intervals give no per-claim p-value, so Holm's step-down is not "
-                    "applied, and each verdict stands as this build's per-claim reading, not as a finding "
-                    "corrected for the family.")
-        return ("No claim of the two posts was judged by a test at this build, so no correction for multiplicity "
-                "applies.")
-    settled = family[family.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
-    survive = family[family.holm == SURVIVES]
+        return "No claim was judged by a test at this build, so no correction for multiplicity applies."
+    in_ledger = posts_family(ledger)
+    settled = in_ledger[in_ledger.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
+    survive = in_ledger[in_ledger.holm == SURVIVES]
     names = "; ".join(f"{r.claim} ({r.verdict})" for r in survive.itertuples()) or "none"
-    return (f"*Multiplicity.* The ledger judges {m} of the two posts' claims with a test. Each verdict rests on its "
-            f"own {intervals.CONFIDENCE:.0%} interval, so were every one of these claims sitting exactly on its "
-            f"threshold, about {m * (1 - intervals.CONFIDENCE):.1f} of the {m} would still come out settled by "
-            f"chance. Holm's step-down over the family (each row's one-sided p-value, the smallest held to "
-            f"{1 - intervals.CONFIDENCE:g}/{m}, the next to {1 - intervals.CONFIDENCE:g}/{m - 1}, ...) keeps "
-            f"{len(survive)} of the {len(settled)} settled verdicts: {names}. The others stand as this build's "
-            "per-claim readings, not as findings corrected for the family.")
+    comparisons = members[members.kind == CONTEST]
+    held = comparisons[comparisons.survives]
+    contest_text = (f" Of the contest's {len(comparisons)} comparisons with {BASELINE}, "
+                    f"{len(held)} survive{'s' if len(held) == 1 else ''}"
+                    + (f" ({', '.join(held.member)})" if len(held) else "") + "." if len(comparisons) else "")
+    alpha = 1 - intervals.CONFIDENCE
+    return (f"*Multiplicity.* The build's family holds {m} tests: {len(in_ledger)} claims an experiment judged at "
+            f"this protocol and {len(comparisons)} contest comparisons. Each verdict rests on its own "
+            f"{intervals.CONFIDENCE:.0%} interval, so were every one sitting exactly on its threshold, about "
+            f"{m * alpha:.1f} of the {m} would still come out settled by chance. Holm's step-down over the family "
+            f"(each test's two-sided p-value, a design's repeated p-value where its seeds were added under one; "
+            f"the smallest held to {alpha:g}/{m}, the next to {alpha:g}/{m - 1}, ...) keeps {len(survive)} of the "
+            f"{len(settled)} settled verdicts: {names}.{contest_text} The others stand as this build's per-claim "
+            "readings, not as findings corrected for the family.")
 
 
 # ---- the summary, before section 1

@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from attnlab.core.bundle_format import format_lr
-from attnlab.pipeline.ground import contract, statistics
+from attnlab.pipeline.ground import contract, statistics, verdicts
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.contract import at_lr
 from attnlab.pipeline.tables.sweep import best_sweep_lr, grid_edge, sweep_cells
@@ -84,7 +84,7 @@ def paired_columns(losses: dict[int, float], base: dict[int, float]) -> dict:
     gap = statistics.paired(losses, base, ratio=True)
     return {"delta_vs_softmax": delta.mean, "delta_ci_low": delta.low, "delta_ci_high": delta.high,
             "wins": delta.wins_text, "n_paired": delta.n, "gap_vs_softmax": gap.mean - 1,
-            "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1}
+            "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1, "p_vs_softmax": verdicts.p_value(delta, 0.0)}
 
 
 def best_lr_table(runs: pd.DataFrame, grid: ContestGrid | dict, contest: pd.DataFrame) -> pd.DataFrame:

@@ -29,7 +29,7 @@ from attnlab.core.bundle_format import BundleError, format_lr
 from attnlab.core.config_types import to_json
 from attnlab.core.io import atomic_write_text
 from attnlab.core.studies import LADDER, axis_column
-from attnlab.pipeline.ground import contract, intervals, statistics
+from attnlab.pipeline.ground import contract, intervals, statistics, verdicts
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.core.cell_key import CellKey
 from attnlab.pipeline.tables.checks import CELL_KEYS
@@ -194,7 +194,7 @@ def ladder_table(seeds: pd.DataFrame) -> pd.DataFrame:
                 "best_val_mean": loss.mean, "best_val_ci_low": loss.low, "best_val_ci_high": loss.high,
                 "delta_vs_softmax": delta.mean, "delta_ci_low": delta.low, "delta_ci_high": delta.high,
                 "wins": delta.wins_text, "n_paired": delta.n, "gap_vs_softmax": gap.mean - 1,
-                "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1,
+                "gap_ci_low": gap.low - 1, "gap_ci_high": gap.high - 1, "p_vs_softmax": verdicts.p_value(delta, 0.0),
                 "max_score_ratio": scores.mean, "max_score_ratio_ci_low": scores.low,
                 "max_score_ratio_ci_high": scores.high,
                 "entropy_gap": entropy.mean, "entropy_gap_ci_low": entropy.low, "entropy_gap_ci_high": entropy.high,
