@@ -648,9 +648,6 @@ CASES = {
     claims.kernel_more_diffuse: (
         {"entropy": entropy_frame({"yat_b": (0.73, 0.002, 0.37), "softmax": (0.48, 0.22, 0.05)})},
         {"entropy": entropy_frame({"yat_b": (0.40, 0.30, 0.02), "softmax": (0.48, 0.22, 0.05)})}, "yat_b"),
-    claims.ablation_barely_moves_entropy: (
-        {"entropy": entropy_frame({"yat": (0.74, 0.0, 0.34), "yat_b": (0.73, 0.002, 0.37)})},
-        {"entropy": entropy_frame({"yat": (0.55, 0.1, 0.1), "yat_b": (0.73, 0.002, 0.37)})}, "yat"),
     claims.learned_scalars_specialise: ({"scalars": _scalars(True)}, {"scalars": _scalars(False)}, "yat_b"),
     claims.mass_auroc_null: ({"mass_auroc": _auroc(0.505)}, {"mass_auroc": _auroc(0.62)}, "yat"),
     claims.a3_early_layers_softer: (a3_frames([0.1, 0.05, -0.05, -0.1]), a3_frames([-0.1, -0.05, 0.05, 0.1]), "a3"),

@@ -29,10 +29,10 @@ DEPTH_RULE = pp.Rule(
     "per contest seed, mean normalised row entropy of the first half of the layers minus the second half's: "
     "within A3 (early softer than deep), and that contrast minus softmax's own (a difference of differences, so "
     "a depth pattern softmax shares is not credited to A3)",
-    "both above 0", "0: the post's direction; it gives no size", (*pp.TRAINED, pp.LAYERS))
+    "both above 0", "0: the post's direction; it gives no size", (*pp.TRAINED, pp.LAYERS), pairing=pp.OWN_LR)
 COMPUTE_RULE = pp.Rule(words.OVERHEAD, "A3's time per training step over softmax's, timed in one process with the "
                        "variants taking turns, paired by round (mean log-ratio)", f"at most {COMPUTE_SMALL:.0%} more",
-                       "this project's reading of 'small': the post gives no number")
+                       "this project's reading of 'small': the post gives no number", pairing=pp.SINGLE)
 
 
 def a3_valid_distributions(t, pub, protocol) -> Claim:

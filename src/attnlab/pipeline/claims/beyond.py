@@ -17,7 +17,7 @@ from attnlab.pipeline.ground.estimate_text import describe
 RULE = pp.Rule(words.CONTROL, "softmax − A3 (A3's gain) and softmax_t − A3 (what a per-head "
                "temperature leaves of it) best validation loss, paired by contest seed, each at its contest LR",
                "both above 0", "0: the direction this project asks about",
-               pp.TRAINED)
+               pp.TRAINED, pairing=pp.OWN_LR)
 
 
 def a3_gain_is_per_token(t, pub, protocol) -> Claim:
@@ -63,7 +63,8 @@ AA_RULE = pp.Rule(words.CONTROL, "softmax − softmax best validation loss over 
                   "halves in seed order (the k-th seed of the first half against the k-th of the second, each pair "
                   "a unit; an odd seed left out), read through the build's own design and interval",
                   "the interval holds 0", "0: both halves are one variant, so the true difference is 0; an "
-                  "interval clear of it is a false positive of the design (this project's A/A check)", ())
+                  "interval clear of it is a false positive of the design (this project's A/A check)", (),
+                  pairing=pp.SINGLE)
 
 
 def softmax_against_itself(t, pub, protocol) -> Claim:

@@ -6,8 +6,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+import numpy as np
 import pandas as pd
 
+from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import protocol as preconditions
 from attnlab.pipeline.ground import contract
@@ -106,6 +108,9 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
     it is the lean of a contradicted claim, and part of the lean of one off its protocol."""
     claim.preconditions = preconditions.summary(found)
     bad = preconditions.failed(found)
+    mixed = [c for c in bad if c.name == preconditions.SAME_LR]
+    if mixed:  # a comparison its rule makes at one LR, read across LRs: refused, with no lean from mixed LRs
+        return refused(claim, protocol, mixed[0].detail)
     word = verdicts.verdict_word(claim.verdict)
     if not bad:
         if word == CONTRADICTED and direction:
@@ -120,6 +125,18 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
     claim.resolution = "; ".join(filter(None, ["off the claim's protocol: " + "; ".join(c.name for c in bad),
                                                claim.lean, stability]))
     return claim
+
+
+def refused(claim: Claim, protocol: str, detail: str) -> Claim:
+    """A comparison its rule declares at one shared LR whose cells ran at different LRs: not testable at this
+    protocol. What the cells gave moves to the note, marked as no evidence for the claim; no p-value, no lean;
+    the resolution names what would test it."""
+    across = f"read across LRs, no evidence for this claim: {claim.measured}" if claim.measured != "–" else ""
+    claim.note = "; ".join(filter(None, [across, claim.note]))
+    claim.measured, claim.lean, claim.p_value, claim.seeds_to_resolve = "–", "", math.nan, None
+    claim.resolution = ("the variants' cells at one shared LR over two or more seeds would test it: a contest "
+                        "giving them one LR, or a study training them at one")
+    return untestable(claim, protocol, f"the claim compares at one shared LR; {detail}")
 
 
 def untestable(claim: Claim, protocol: str, why: str) -> Claim:
@@ -189,6 +206,35 @@ def contest_values(t, variant, column: str) -> dict[int, float]:
     seeds = contract.seeds_of(row.seeds) if "seeds" in row and pd.notna(row.seeds) else runs.seed.unique()
     cells = contract.contest_rows(runs, variant, row.lr, seeds)
     return {int(s): float(v) for s, v in zip(cells.seed, cells[column]) if pd.notna(v)}
+
+
+def matched_lr_values(runs: pd.DataFrame, column: str, a: str, b: str) -> dict[float, tuple[dict, dict]]:
+    """LR -> (seed -> a's value, seed -> b's value) at every LR where both variants have a healthy cell of one
+    seed, read from runs.csv's `column` over every cell (sweep, contest and study alike): a comparison at one
+    shared LR. LRs are grouped by the cell key's rule (format_lr); diverged cells and missing values are left
+    out, and only seeds both variants ran at that LR count, so no LR and no seed is mixed."""
+    needed = {"variant", "lr", "seed", column}
+    if runs is None or runs.empty or not needed <= set(runs.columns):
+        return {}
+    cells = runs[runs.variant.isin([a, b])]
+    if "diverged" in cells:
+        cells = cells[~cells.diverged.fillna(False).astype(bool)]
+    cells = cells[np.isfinite(pd.to_numeric(cells[column], errors="coerce").astype(float))]
+    found = {}
+    for lr_name, at_lr in sorted(cells.groupby(cells.lr.map(format_lr)), key=lambda group: float(group[0])):
+        first = at_lr[at_lr.variant == a].groupby("seed")[column].max()
+        second = at_lr[at_lr.variant == b].groupby("seed")[column].max()
+        shared = sorted(set(first.index) & set(second.index))
+        if shared:
+            found[float(lr_name)] = ({int(s): float(first[s]) for s in shared},
+                                     {int(s): float(second[s]) for s in shared})
+    return found
+
+
+def primary_lr(by_lr: dict[float, Estimate], near: float) -> float:
+    """The LR a matched reading is judged at, named by a rule fixed before the data: the one where both variants
+    ran the most seeds, ties to the LR nearest `near` (on the log scale)."""
+    return max(by_lr, key=lambda lr: (by_lr[lr].n, -abs(math.log(lr / float(near)))))
 
 
 def per_seed(frame: pd.DataFrame, variant: str, column: str, how: str = "first") -> dict[int, float]:

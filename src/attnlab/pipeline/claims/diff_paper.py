@@ -27,7 +27,7 @@ LOWER_LOSS_RULE = pp.Rule(
     "diff / softmax best validation loss, paired by contest seed, each at its contest LR (diff's heads read in "
     "pairs, so its parameters are softmax's plus six head widths per layer)",
     f"the whole interval below {PARITY:.2f}", "the paper's direction: lower than the Transformer's loss (a ratio of "
-    "1 is no difference)", pp.TRAINED)
+    "1 is no difference)", pp.TRAINED, pairing=pp.OWN_LR)
 
 
 def diff_lower_loss(t, pub, protocol) -> Claim:

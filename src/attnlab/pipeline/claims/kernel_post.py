@@ -41,7 +41,7 @@ GAP_RULE = pp.Rule(
     f"0: the table's direction (softmax ahead of {KERNEL}, 1.4923 vs 1.5089: {_GAP:+.2%}); "
     f"{GAP_BAND[1]:.2%}: the upper end of a Welch 95% interval of that gap over the table's three seeds a side "
     f"([{_LOW:+.2%}, {_HIGH:+.2%}], this project's reading of the table, which states no interval)",
-    pp.TRAINED)
+    pp.TRAINED, pairing=pp.OWN_LR)
 DIES_RULE = pp.Rule(
     words.DIES,
     "softmax's sweep, over the post's LRs below 1e-2 that the sweep holds: (max − min) / min of the best "
@@ -51,14 +51,14 @@ DIES_RULE = pp.Rule(
     f"the band's edge: the post's 1 percent band for the kernel's column, which softmax is said to leave, with "
     f"this project's allowance to {LR_BAND:.1%}; a death: the post's own dead cell, 2.5849 at 1e-2, 1.10 nats "
     f"above its best, read as at least {DEATH_GAP:g} nat; 'more than half': this project's reading of 'dies'",
-    (pp.PLATEAU,))
+    (pp.PLATEAU,), pairing=pp.SINGLE)
 BAND_RULE = pp.Rule(
     words.BAND,
     "yat sweep, per sweep seed: (max − min) / min of the best validation loss over its sweep LRs inside the "
     "post's 3e-4–1e-2; one diverged cell breaks the column on its seed; softmax's band over the same LRs beside it",
     f"below {LR_BAND:.1%}",
     f"the post's words '1 percent' and its own column's 1.06%; the allowance to {LR_BAND:.1%} is this project's",
-    (pp.PLATEAU,))
+    (pp.PLATEAU,), pairing=pp.SINGLE)
 
 
 def kernel_gap(t, pub, protocol) -> Claim:

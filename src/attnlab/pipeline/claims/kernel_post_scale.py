@@ -11,11 +11,11 @@ import math
 import numpy as np
 import pandas as pd
 
-from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged, lr_text,
-                                            per_seed, ratio, stability_text, table_of, untestable)
+                                            matched_lr_values, per_seed, primary_lr, ratio, stability_text,
+                                            table_of, untestable)
 from attnlab.pipeline.ground import intervals, sign_test, statistics, verdicts
 from attnlab.pipeline.ground.contract import (ORDERS_OF_MAGNITUDE, QUANTILE_COLUMN, QUANTILE_NAME,
                                               SEED_MEAN_OVER_LAYERS)
@@ -35,14 +35,15 @@ SCALE_QUANTITY = ("max trained score yat / softmax (over layers and held-out bat
                   "log-ratio with its t-interval, and the same ratio at each LR both swept, in the note")
 FIVE_ORDERS_RULE = pp.Rule(words.SCALE, SCALE_QUANTITY, f"at least {FIVE_ORDERS:,.0f}×",
                            "the post's words 'five orders'; its own figures give 443,508 / 34.5 = 12,855× (4.1 "
-                           "orders), under them", pp.TRAINED)
+                           "orders), under them", pp.TRAINED, pairing=pp.OWN_LR)
 ORDERS_RULE = pp.Rule(words.SCALE, SCALE_QUANTITY, f"at least {ORDERS_OF_MAGNITUDE:,.0f}×",
                       "a second, weaker reading of the same words: 'orders of magnitude', plural, as at least two "
-                      "(this project's reading; the post's own figures give 4.1)", pp.TRAINED)
+                      "(this project's reading; the post's own figures give 4.1)", pp.TRAINED, pairing=pp.OWN_LR)
 ABLATION_RULE = pp.Rule(words.ABLATION, "max trained score yat / yat_b at one LR, paired by seed (mean "
                         "log-ratio), at the LR where both ran the most seeds", f"at least {SEVERAL_FOLD:g}×",
                         "'un-tames', read as at least twice (this project's reading); the post's 443,508 / 61,221 "
-                        "= 7.2× mixes LRs (3e-4 vs 3e-3), its own yat run at 3e-3 gives ≈2.8×", (pp.PLATEAU,))
+                        "= 7.2× mixes LRs (3e-4 vs 3e-3), its own yat run at 3e-3 gives ≈2.8×", (pp.PLATEAU,),
+                        pairing=pp.SHARED_LR)
 
 
 def _max_scores(t, variant) -> dict[int, float]:
@@ -178,28 +179,11 @@ def matched_lr_note(runs: pd.DataFrame) -> str:
 
 
 def matched_lr_scores(runs: pd.DataFrame, a: str = "yat", b: str = "yat_b") -> pd.DataFrame:
-    """Per LR and seed at which both variants have a healthy cell: each one's max score there.
-
-    Uses runs.csv's telemetry.max_score (max over layers and held-out batches) of
-    every cell, sweep and contest alike; diverged cells are left out. Only seeds
-    both variants ran at that LR count, so no LR and no seed is mixed.
-    """
-    columns = ["lr", "seed", f"{a}_max", f"{b}_max"]
-    needed = {"variant", "lr", "seed", "telemetry.max_score"}
-    if runs is None or runs.empty or not needed <= set(runs.columns):
-        return pd.DataFrame(columns=columns)
-    cells = runs[runs.variant.isin([a, b])]
-    if "diverged" in cells:
-        cells = cells[~cells.diverged.fillna(False).astype(bool)]
-    cells = cells[np.isfinite(cells["telemetry.max_score"].astype(float))]
-    rows = []
-    for lr_name, at_lr in sorted(cells.groupby(cells.lr.map(format_lr)), key=lambda group: float(group[0])):
-        lr = float(lr_name)
-        first = at_lr[at_lr.variant == a].groupby("seed")["telemetry.max_score"].max()
-        second = at_lr[at_lr.variant == b].groupby("seed")["telemetry.max_score"].max()
-        for seed in sorted(set(first.index) & set(second.index)):
-            rows.append({"lr": lr, "seed": int(seed), f"{a}_max": float(first[seed]), f"{b}_max": float(second[seed])})
-    return pd.DataFrame(rows, columns=columns)
+    """Per LR and seed at which both variants have a healthy cell: each one's max score there (runs.csv's
+    telemetry.max_score, max over layers and held-out batches; common.matched_lr_values)."""
+    rows = [{"lr": lr, "seed": seed, f"{a}_max": first[seed], f"{b}_max": second[seed]}
+            for lr, (first, second) in matched_lr_values(runs, "telemetry.max_score", a, b).items() for seed in first]
+    return pd.DataFrame(rows, columns=["lr", "seed", f"{a}_max", f"{b}_max"])
 
 
 kernel_scores_five_orders = scale_check(FIVE_ORDERS_RULE, FIVE_ORDERS, "five orders of magnitude",
@@ -232,7 +216,7 @@ def ablation_untames(t, pub, protocol) -> Claim:
     for lr, cells in pairs.groupby("lr"):
         by_lr[float(lr)] = statistics.paired(dict(zip(cells.seed, cells.yat_max)),
                                              dict(zip(cells.seed, cells.yat_b_max)), ratio=True)
-    primary = max(by_lr, key=lambda lr: (by_lr[lr].n, -abs(math.log(lr / float(matched["lr"])))))
+    primary = primary_lr(by_lr, matched["lr"])
     estimate = by_lr[primary]
     claim.measured = f"at {lr_text(primary)}: {describe(estimate, ratio, wins=False)}"
     others = [f"at {lr_text(lr)} {describe(e, ratio, wins=False)}" for lr, e in by_lr.items() if lr != primary]

@@ -14,7 +14,8 @@ import pandas as pd
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (KERNEL_POST, Claim, at_protocol, contest_lr_text, judged, lr_text,
-                                            per_seed, stability_text, table_of, untestable)
+                                            matched_lr_values, per_seed, primary_lr, stability_text, table_of,
+                                            untestable)
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.ground.contract import SHARE_DIFFUSE, SHARE_SHARP
 from attnlab.pipeline.ground.estimate_text import describe
@@ -27,14 +28,18 @@ MOST_HEADS = 0.5  # "most heads driving it toward zero": the share of heads whos
 AUROC_RULE = pp.Rule(words.AUROC, "mass AUROC per kernel variant, mean over "
                      "its contest seeds", f"within 0.5 ± {AUROC_NULL} for every kernel variant",
                      "the post's own seeds lie within 0.5 ± 0.015; twice that is this project's allowance",
-                     pp.TRAINED)
+                     pp.TRAINED, pairing=pp.SINGLE)
 DIFFUSE_RULE = pp.Rule(words.DIFFUSE, "yat_b − softmax mean normalised row entropy, paired by contest seed, "
                        "each at its contest LR (the posts' kernel maps are yat_b's)", "above 0",
-                       "0: the post's direction (its own gap is +0.25)", pp.TRAINED)
+                       "0: the post's direction (its own gap is +0.25)", pp.TRAINED, pairing=pp.OWN_LR)
 BARELY_RULE = pp.Rule(words.BARELY,
-                      "yat − yat_b mean normalised row entropy, paired by contest seed, each at its contest LR",
+                      "yat − yat_b mean normalised row entropy, paired by seed at one LR both trained (any cell: "
+                      "sweep, contest or study), at the LR where both ran the most seeds (ties: the one nearest "
+                      "the post's matched ablation LR)",
                       f"within ±{BARELY:g}", "a fifth of the post's own kernel–softmax gap of 0.25 (0.73 vs "
-                      "0.48), a fraction this project chose; the post's yat 0.74 vs yat_b 0.73 sits inside", pp.TRAINED)
+                      "0.48), a fraction this project chose; the post's yat 0.74 vs yat_b 0.73 sits inside",
+                      (pp.PLATEAU,),
+                      pairing=pp.SHARED_LR)
 B_SPREAD = 0.5  # b's range per seed: at least this share of the post's [0.22, 3.40] (3.18 wide)
 GROWN = 2.0  # a grown ε: the deeper half's largest ε at least this many times its init
 SCALARS_RULE = pp.Rule(
@@ -46,7 +51,7 @@ SCALARS_RULE = pp.Rule(
     f"more than {GROWN:g}×",
     f"'most heads' for the share; b's edge: the post's own range [0.22, 3.40], half its width being this project's "
     f"floor; the grown ε: the post's two late heads at 6.4 and 12.7 (9× and 18× the init), {GROWN:g}× being this "
-    "project's floor", pp.TRAINED)
+    "project's floor", pp.TRAINED, pairing=pp.SINGLE)
 
 
 def mass_auroc_null(t, pub, protocol) -> Claim:
@@ -109,25 +114,36 @@ def kernel_more_diffuse(t, pub, protocol) -> Claim:
     return at_protocol(claim, protocol, pp.conditions(t, DIFFUSE_RULE, ["yat_b", "softmax"]), direction)
 
 
+ENTROPY_COLUMN = "telemetry.entropy.mean"  # runs.csv: a cell's mean normalised row entropy, every cell
+
+
 def ablation_barely_moves_entropy(t, pub, protocol) -> Claim:
+    """An ablation: yat against yat_b at one LR (BARELY_RULE's pairing), never each at its own contest LR, where a
+    difference in LR would read as the ablation's effect."""
     pe = pub["entropy"]
     claim = Claim(KERNEL_POST, "the b = 0 ablation barely moves the entropy of the trained maps", BARELY_RULE.text(),
                   "–", f"yat {pe['yat']['mean']:.2f} vs yat_b {pe['yat_b']['mean']:.2f} "
                   f"({pe['yat']['mean'] - pe['yat_b']['mean']:+.2f}); softmax {pe['softmax']['mean']:.2f}", "")
     claim.quote = BARELY_RULE.quote()
-    entropy = table_of(t, "entropy")
-    estimate = statistics.paired(per_seed(entropy, "yat", "mean"), per_seed(entropy, "yat_b", "mean"))
-    if not estimate.n:
-        return untestable(claim, protocol, "this build has no yat and yat_b contest cells of one seed")
+    pairs = matched_lr_values(table_of(t, "runs"), ENTROPY_COLUMN, "yat", "yat_b")
+    if not pairs:
+        return untestable(claim, protocol, "no LR at which both yat and yat_b trained a seed")
+    by_lr = {lr: statistics.paired(first, second) for lr, (first, second) in pairs.items()}
+    primary = primary_lr(by_lr, pub["ablation"]["matched_lr"]["lr"])
+    estimate = by_lr[primary]
     fmt = lambda x: f"{x:+.3f}"  # noqa: E731
-    means = entropy.groupby("variant")["mean"].mean()
-    gap = statistics.paired(per_seed(entropy, "yat_b", "mean"), per_seed(entropy, "softmax", "mean"))
-    claim.measured = (f"{describe(estimate, fmt, wins=False)} (yat {means['yat']:.3f} vs yat_b {means['yat_b']:.3f})"
-                      + (f"; yat_b − softmax {gap.mean:+.3f}" if gap.n else ""))
-    claim.note = f"yat at {contest_lr_text(t, 'yat')}, yat_b at {contest_lr_text(t, 'yat_b')}"
-    judged(claim, in_range(estimate, -BARELY, BARELY), {"": estimate}, fmt, stability_text(estimate, -BARELY, BARELY))
+    first, second = pairs[primary]
+    claim.measured = (f"at {lr_text(primary)}: {describe(estimate, fmt, wins=False)} (yat "
+                      f"{np.mean(list(first.values())):.3f} vs yat_b {np.mean(list(second.values())):.3f})")
+    others = [f"at {lr_text(lr)} {describe(e, fmt, wins=False)}" for lr, e in by_lr.items() if lr != primary]
+    claim.note = "; ".join(filter(None, [
+        "other shared LRs: " + "; ".join(others) if others else "",
+        f"contest LRs: yat {contest_lr_text(t, 'yat')}, yat_b {contest_lr_text(t, 'yat_b')} (not compared: "
+        "the claim is an ablation at one LR)"]))
+    judged(claim, in_range(estimate, -BARELY, BARELY), {lr_text(primary): estimate}, fmt,
+           stability_text(estimate, -BARELY, BARELY))
     direction = f"the ablation moves the entropy by {estimate.mean:+.3f}, more than barely"
-    return at_protocol(claim, protocol, pp.conditions(t, BARELY_RULE, ["yat", "yat_b"]), direction)
+    return at_protocol(claim, protocol, pp.conditions(t, BARELY_RULE, ["yat", "yat_b"], cells=primary), direction)
 
 
 def scalar_summaries(rows: pd.DataFrame) -> pd.DataFrame:

@@ -14,7 +14,7 @@ from attnlab.pipeline.ground.estimate_text import describe
 
 RULE = pp.Rule(words.LATER, "yat_b_exp − yat_b best validation loss, paired by contest seed, each at its contest "
                "LR", "below 0", "0: the direction the later post reported",
-               pp.TRAINED)
+               pp.TRAINED, pairing=pp.OWN_LR)
 
 
 def softmax_over_kernel(t, pub, protocol) -> Claim:

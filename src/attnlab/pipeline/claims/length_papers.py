@@ -69,17 +69,20 @@ def lower_loss_at_longer_contexts(t, claim: Claim, variant: str, rule: pp.Rule, 
 STICKBREAKING_RULE = pp.Rule(
     title("Scaling Stick-Breaking Attention"), "stickbreaking / softmax validation loss at each window longer "
     "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "'extrapolates better' read as a lower loss than softmax at every longer window", pp.TRAINED)
+    "'extrapolates better' read as a lower loss than softmax at every longer window", pp.TRAINED,
+    pairing=pp.OWN_LR)
 SSMAX_RULE = pp.Rule(
     title("Scalable-Softmax Is Superior for Attention"), "ssmax / softmax validation loss at each window longer "
     "than the training block (2x and 4x), paired by contest seed", "every ratio below 1",
-    "the paper's lower loss at longer contexts than trained on", pp.TRAINED)
+    "the paper's lower loss at longer contexts than trained on", pp.TRAINED,
+    pairing=pp.OWN_LR)
 FOX_RULE = pp.Rule(
     Words(UNQUOTED, "the forgetting attention paper, whose text is not among this project's sources: the "
                     "direction its abstract reports for length extrapolation, FoX ahead of the Transformer"),
     "fox / softmax validation loss at each window longer than the training block (2x and 4x), paired by contest "
     "seed", "every ratio below 1", "this project's reading of the direction the paper reports (FoX ahead of the "
-    "Transformer at length extrapolation): a lower loss than softmax at every longer window", pp.TRAINED)
+    "Transformer at length extrapolation): a lower loss than softmax at every longer window", pp.TRAINED,
+    pairing=pp.OWN_LR)
 
 
 def stickbreaking_extrapolates(t, pub, protocol) -> Claim:
@@ -114,7 +117,8 @@ POSITIONS_RULE = pp.Rule(
     "validation loss at the training block paired by contest seed, each at its contest LR",
     f"the whole interval below {SAME_LOSS:.2f}", "this project's reading of 'does not require': without them, FoX "
     "loses nothing against the Transformer with them, read with the catalog's loss margin (at most 1% above "
-    "softmax's)", pp.TRAINED)
+    "softmax's)", pp.TRAINED,
+    pairing=pp.OWN_LR)
 LEARNED, NONE = "learned", "none"  # model.position; a cell's config slice leaves out the default, learned
 NO_POSITIONS_STUDY = ("no fox cells without position embeddings beside contest cells with them: a study named "
                       "`positions` setting model.position: none, for fox, at the contest's seeds, in a build whose "

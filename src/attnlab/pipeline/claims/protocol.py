@@ -14,12 +14,22 @@ claim's number rests on (its Rule):
 - PLATEAU: no cell read is still improving (runs.csv's `improving`: the last
   fifth of its training lowered its best loss by more than half a percent,
   attnlab.pipeline.tables.runs);
-- LAYERS: enough layers to tell early from deep ones (four: two on each side).
+- LAYERS: enough layers to tell early from deep ones (four: two on each side);
+- SAME_LR: the cells compared share one LR (what an ablation or a mechanism
+  claim needs); tested for every rule that declares it.
+
+Every rule declares how its variants are paired (`pairing`): SHARED_LR (one
+LR for all: an ablation, a mechanism), OWN_LR (each variant at its own tuned
+LR: "which is better as tuned"), or SINGLE (one variant, or a quantity read
+across LRs on purpose). A comparison whose cells break its declaration is
+refused (claims.common.at_protocol: not testable here, no lean from mixed
+LRs), and what would decide it is named. An LR is one LR by the cell key's
+rule everywhere (attnlab.core.bundle_format.format_lr).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import KW_ONLY, dataclass
 
 import pandas as pd
 
@@ -33,7 +43,12 @@ OWN_BEST_LR = "each variant at its own best sweep LR"
 INSIDE_GRID = "that LR inside its sweep grid"
 PLATEAU = "cells trained to a plateau"
 LAYERS = "at least four layers"
-PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS)
+SAME_LR = "the compared cells at one shared LR"
+PRECONDITIONS = (OWN_BEST_LR, INSIDE_GRID, PLATEAU, LAYERS, SAME_LR)
+SHARED_LR = "at one shared LR"  # an ablation or a mechanism: every variant at the same LR
+OWN_LR = "each at its own tuned LR"  # which is better as tuned: each variant at its own best sweep LR
+SINGLE = "one variant (no pairing across variants)"  # or a quantity read across LRs on purpose (a band)
+PAIRINGS = (SHARED_LR, OWN_LR, SINGLE)
 # What a claim about trained models needs of a build: the published protocol's own-LR, in-grid, plateau cells.
 TRAINED = (OWN_BEST_LR, INSIDE_GRID, PLATEAU)
 MIN_LAYERS = 4  # two early and two deep layers: with one on each side, depth is one layer's own effect
@@ -50,6 +65,16 @@ class Rule:
     threshold: str
     source: str  # where the threshold's edges come from: the post's words, its own figures, or this project
     needs: tuple[str, ...] = ()
+    _: KW_ONLY
+    pairing: str  # how its variants are paired (PAIRINGS): every rule declares it, none by default
+
+    def __post_init__(self):
+        if self.pairing not in PAIRINGS:
+            raise ValueError(f"a rule's pairing is one of {PAIRINGS}, not {self.pairing!r}")
+        if self.pairing == SHARED_LR and OWN_BEST_LR in self.needs:
+            raise ValueError("a rule at one shared LR cannot also need each variant at its own best LR")
+        if self.pairing == OWN_LR and OWN_BEST_LR not in self.needs:
+            raise ValueError("a rule comparing variants as tuned needs OWN_BEST_LR among its preconditions")
 
     def quote(self) -> str:
         """The ledger's quote column: the words, verbatim, with their section."""
@@ -59,7 +84,7 @@ class Rule:
         """The ledger's check column: this project's reading, in one line."""
         needs = "; ".join(self.needs) if self.needs else "none (no training protocol enters it)"
         return (f"{READING}: measured: {self.quantity}; threshold: {self.threshold}; its edges: {self.source}; "
-                f"needs: {needs}")
+                f"paired: {self.pairing}; needs: {needs}")
 
 
 @dataclass(frozen=True)
@@ -168,11 +193,26 @@ def layers(n_layers: int) -> Condition:
     return Condition(LAYERS, n_layers >= MIN_LAYERS, f"{n_layers} layer{'s' if n_layers != 1 else ''}")
 
 
+def same_lr(t, variants, cells="contest") -> Condition:
+    """The compared variants' cells share one LR: their contest LRs (cells 'contest') by the cell key's rule, or
+    the one LR a matched reading chose (cells an LR)."""
+    if not isinstance(cells, str):
+        return Condition(SAME_LR, True, f"all at {lr_text(format_lr(cells))}")
+    contest = _contest_rows(t)
+    lrs = {v: format_lr(contest.loc[v, "lr"]) for v in variants if v in contest.index}
+    if len(set(lrs.values())) <= 1:
+        return Condition(SAME_LR, True, f"all at {lr_text(next(iter(lrs.values())))}" if lrs else "no cells")
+    return Condition(SAME_LR, False, ", ".join(f"{v} at {lr_text(lr)}" for v, lr in lrs.items())
+                     + ": their contest LRs differ")
+
+
 def conditions(t, rule: Rule, variants, cells: str = "contest") -> list[Condition]:
-    """The rule's preconditions tested on this build's tables for these variants (LAYERS is the caller's)."""
+    """The rule's preconditions tested on this build's tables for these variants (LAYERS is the caller's); a rule
+    at one shared LR is always tested for it (SAME_LR), whatever else it needs."""
     tests = {OWN_BEST_LR: lambda: own_best_lr(t, variants), INSIDE_GRID: lambda: inside_grid(t, variants),
              PLATEAU: lambda: plateau(t, variants, cells)}
-    return [tests[name]() for name in rule.needs if name in tests]
+    found = [tests[name]() for name in rule.needs if name in tests]
+    return found + ([same_lr(t, variants, cells)] if rule.pairing == SHARED_LR else [])
 
 
 def failed(found: list[Condition]) -> list[Condition]:

@@ -74,7 +74,8 @@ SELECTIVE_RULE = pp.Rule(
     "wide), best validation loss paired by contest seed, each at "
     "its contest LR",
     f"the ratio within {2 - SAME_LOSS:.2f}–{SAME_LOSS:.2f}: 'as well as', this project's loss margin both ways",
-    "the paper's 'performs as well as standard transformers with about twice the heads'", pp.TRAINED)
+    "the paper's 'performs as well as standard transformers with about twice the heads'", pp.TRAINED,
+    pairing=pp.OWN_LR)
 NO_TWICE = ("no softmax cells with twice the heads: a study named `heads` setting model.heads to twice the "
             "config's, for softmax, at the contest's seeds (as config/catalog.yaml has)")
 
@@ -181,7 +182,8 @@ SOFTPICK_RULE = pp.Rule(
     "et al. 2024's sink rate) in softpick's contest cells, all seeds pooled; softpick / softmax "
     "best validation loss, paired by seed",
     f"sink share below {SINK_SHARE:.0%} (exact binomial interval) and the loss ratio below {SAME_LOSS:.2f}",
-    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", pp.TRAINED)
+    "the title's 'no sink' read as fewer than one head in ten, with this project's loss margin", pp.TRAINED,
+    pairing=pp.OWN_LR)
 
 
 def below_share(k: int, n: int, share: float) -> Verdict:
@@ -241,7 +243,8 @@ COG_RULE = pp.Rule(
     title("More Expressive Attention with Negative Weights"),
     "cog / softmax best validation loss, paired by contest seed (and the share of cog's weight magnitude on "
     "negative weights, reported)",
-    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", pp.TRAINED)
+    f"the loss ratio below {SAME_LOSS:.2f}: quality at least softmax's", "this project's loss margin", pp.TRAINED,
+    pairing=pp.OWN_LR)
 
 
 def cog_at_least_softmax(t, pub, protocol) -> Claim:
@@ -272,7 +275,8 @@ SINK_RULE = pp.Rule(
     "softmax_sink / softmax, paired by contest seed: the residual stream's kurtosis (the largest over layers), its "
     "largest |activation|, and the best validation loss",
     f"both activation ratios below 1 and the loss ratio below {SAME_LOSS:.2f}",
-    "the post's outlier claim, with this project's loss margin", pp.TRAINED)
+    "the post's outlier claim, with this project's loss margin", pp.TRAINED,
+    pairing=pp.OWN_LR)
 
 
 def sink_smaller_outliers(t, pub, protocol) -> Claim:

@@ -44,11 +44,13 @@ TABLE_WORDS = Words(UNQUOTED, "the SLAY paper, whose text is not among this proj
 NEAR_SOFTMAX_RULE = pp.Rule(
     TABLE_WORDS, "slay / softmax best validation loss, paired by contest seed, each at its contest LR",
     f"below {SAME_LOSS:.2f}", "this project's loss margin for 'at softmax's quality' (the catalog's); the paper's "
-    f"table puts SLAY {SOFTMAX_GAP - 1:+.2%} from softmax", pp.TRAINED)
+    f"table puts SLAY {SOFTMAX_GAP - 1:+.2%} from softmax", pp.TRAINED,
+    pairing=pp.OWN_LR)
 EXACT_GAP_RULE = pp.Rule(
     TABLE_WORDS, "slay / yat best validation loss, paired by contest seed, each at its contest LR",
     f"below {EXACT_GAP:.4f}", f"the paper's table: SLAY {TABLE['slay']:.4f} against the exact kernel's "
-    f"{TABLE['exact']:.4f} ({EXACT_GAP - 1:+.2%}), read as the most the approximation costs", pp.TRAINED)
+    f"{TABLE['exact']:.4f} ({EXACT_GAP - 1:+.2%}), read as the most the approximation costs", pp.TRAINED,
+    pairing=pp.OWN_LR)
 
 
 def slay_near_softmax(t, pub, protocol) -> Claim:
@@ -95,7 +97,8 @@ FEATURES_RULE = pp.Rule(
     f"contest seed, every {SLAY} cell at {SLAY}'s contest LR and {SPHERICAL} at its own; the verdict reads {SLAY} at "
     f"the most features / {SLAY} at the fewest, paired by seed at that one LR",
     "the whole interval below 1.00", "1: no change with the feature count; below it, more features bring SLAY's "
-    "loss towards its exact kernel's (this project's question)", pp.TRAINED)
+    "loss towards its exact kernel's (this project's question)", pp.TRAINED,
+    pairing=pp.OWN_LR)
 NO_FEATURE_STUDIES = (f"no {SLAY} cells at other feature counts: studies named {' and '.join(SLAY_FEATURES)} "
                       f"setting model.variant_options.{SLAY}.{FEATURES}, for {SLAY} alone, at the contest's seeds "
                       "(as config/catalog.yaml has)")
