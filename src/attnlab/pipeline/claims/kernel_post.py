@@ -159,13 +159,15 @@ def _bands(sweep: pd.DataFrame) -> pd.Series:
 
 
 def band_estimate(t, variant, sweep: pd.DataFrame) -> statistics.Estimate:
-    """The LR band of these sweep cells: its mean over sweep seeds with its t-interval; one seed: against
-    loss_noise's scale."""
+    """The LR band of these sweep cells, never below 0 (a band is positive): over sweep seeds the geometric mean
+    with its t-interval on the log scale; one seed against loss_noise's scale, that interval intersected with
+    [0, ∞) (on the log scale a noise larger than the band itself would stretch it over orders of magnitude)."""
     band = _bands(sweep)
     if len(band) == 1:
         noise, source = loss_noise(t, variant)
-        return statistics.against_noise(float(band.iloc[0]), noise, source)
-    return statistics.mean_interval(band.values, band.index)
+        return statistics.against_noise(float(band.iloc[0]), noise, source, bounds=(0.0, math.inf))
+    band = band[band > 0]  # a seed whose LRs all tie has no band to take the log of
+    return statistics.mean_interval(band.values, band.index, ratio=True)
 
 
 def _lrs_note(sweep) -> str:

@@ -62,7 +62,8 @@ def mass_auroc_null(t, pub, protocol) -> Claim:
     auroc = table_of(t, "mass_auroc")
     if auroc.empty:
         return untestable(claim, protocol, "this build has no kernel variant")
-    estimates = {v: statistics.mean_interval(c.mass_auroc, c.seed) for v, c in auroc.groupby("variant", sort=False)}
+    estimates = {v: statistics.mean_interval(c.mass_auroc, c.seed, bounds=(0.0, 1.0))  # an AUROC: inside [0, 1]
+                 for v, c in auroc.groupby("variant", sort=False)}
     fmt = lambda x: f"{x:.3f}"  # noqa: E731
     claim.measured = "; ".join(f"{v} {describe(e, fmt, wins=False)}" for v, e in estimates.items())
     notes = []
@@ -176,9 +177,10 @@ def learned_scalars_specialise(t, pub, protocol) -> Claim:
         return untestable(claim, protocol, "this build has no yat_b contest cell")
     per = scalar_summaries(rows)
     seeds = per.seed.tolist()
-    share = statistics.mean_interval(per.share_below, seeds)
-    width = statistics.mean_interval(per.b_width, seeds)
-    growth = statistics.mean_interval(per.deep_growth.fillna(0.0), seeds)
+    share = statistics.mean_interval(per.share_below, seeds, bounds=(0.0, 1.0))  # a share: inside [0, 1]
+    width = statistics.mean_interval(per.b_width, seeds, bounds=(0.0, math.inf))  # a width: never below 0
+    grown = per.dropna(subset=["deep_growth"])
+    growth = statistics.mean_interval(grown.deep_growth, grown.seed.tolist(), ratio=True)  # a ratio: log scale
     b_floor = B_SPREAD * (ps["b"]["max"] - ps["b"]["min"])
     fmt2 = lambda x: f"{x:.2f}"  # noqa: E731
     claim.measured = (f"ε below init in a share of heads {describe(share, lambda x: f'{x:.0%}', wins=False)}; "

@@ -62,6 +62,7 @@ class Estimate:
     sequential: bool = False  # the interval is a sequential design's (seeds added under contest.rounds)
     kind: str = "CI"  # what the interval is called: CI, or a design's RCI (repeated) or CS (confidence sequence)
     degrees: int | None = None  # the t-interval's degrees of freedom where not n − 1 (a regression, a noise scale)
+    bounds: tuple[float, float] | None = None  # what the quantity can take: its interval is clipped to it
 
     @property
     def dof(self) -> int:
@@ -99,12 +100,16 @@ class Estimate:
         return math.log(value) if self.ratio else float(value)
 
 
-def mean_interval(values: Iterable[float], seeds: Iterable | None = None, ratio: bool = False) -> Estimate:
-    """The mean of one quantity over seeds (of a ratio: the geometric mean) with its t-interval."""
+def mean_interval(values: Iterable[float], seeds: Iterable | None = None, ratio: bool = False,
+                  bounds: tuple[float, float] | None = None) -> Estimate:
+    """The mean of one quantity over seeds (of a ratio: the geometric mean) with its t-interval. `bounds`: the
+    range the quantity can take (a share's [0, 1]); the interval is intersected with it, which keeps its
+    coverage (the true mean lies inside) and never prints a bound the quantity cannot reach. A positive scale
+    quantity (a ratio, a band, a gap) goes on the log scale instead (`ratio`), which is bounded by itself."""
     values = [float(v) for v in values]
     seeds = tuple(seeds) if seeds is not None else tuple(range(len(values)))
     working = np.log(values) if ratio else np.asarray(values, dtype=float)
-    return _estimate(working, seeds, ratio, wins=None)
+    return _estimate(working, seeds, ratio, wins=None, bounds=bounds)
 
 
 def paired(first: Mapping, second: Mapping, ratio: bool = False) -> Estimate:
@@ -120,7 +125,8 @@ def paired(first: Mapping, second: Mapping, ratio: bool = False) -> Estimate:
     return _estimate(working, tuple(shared), ratio, wins=int((a < b).sum()))
 
 
-def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) -> Estimate:
+def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None,
+              bounds: tuple[float, float] | None = None) -> Estimate:
     working = np.asarray(working, dtype=float)
     n = len(working)
     if n == 0:
@@ -133,9 +139,11 @@ def _estimate(working: np.ndarray, seeds: tuple, ratio: bool, wins: int | None) 
         low = high = math.nan
     back = np.exp if ratio else (lambda x: x)
     values = tuple(float(v) for v in back(working))
-    return Estimate(float(back(center)), float(back(low)), float(back(high)), n, seeds, values, center, spread,
-                    ratio, wins, sequential=designed(),
-                    kind=interval_kind())
+    low, high = float(back(low)), float(back(high))
+    if bounds is not None and math.isfinite(low):
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(float(back(center)), low, high, n, seeds, values, center, spread,
+                    ratio, wins, sequential=designed(), kind=interval_kind(), bounds=bounds)
 
 
 def at_confidence(estimate: Estimate, confidence: float) -> tuple[float, float]:
@@ -162,7 +170,8 @@ def halves(values: Mapping) -> tuple[dict, dict]:
     return tuple({k: values[s] for k, s in enumerate(part)} for part in seed_halves(values))
 
 
-def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False) -> Estimate:
+def against_noise(value: float, noise: Estimate, source: str, ratio: bool = False,
+                  bounds: tuple[float, float] | None = None) -> Estimate:
     """One seed's value with an interval from a stated noise scale: value ± t · σ, where σ is the seed-to-seed
     standard deviation of `noise` (the same variant's values over seeds, on the same working scale) and t has
     that estimate's degrees of freedom. `source` says where σ comes from; without two noise seeds there is none.
@@ -172,8 +181,11 @@ def against_noise(value: float, noise: Estimate, source: str, ratio: bool = Fals
         return _estimate(np.array([working]), (0,), ratio, wins=None)
     half = float(stats.t.ppf(0.5 + CONFIDENCE / 2, noise.n - 1)) * noise.spread
     back = math.exp if ratio else float
-    return Estimate(back(working), back(working - half), back(working + half), 1, (0,), (back(working),),
-                    working, noise.spread, ratio, None, degrees=noise.n - 1,
+    low, high = back(working - half), back(working + half)
+    if bounds is not None:  # intersected with what the quantity can take (mean_interval's `bounds`)
+        low, high = max(low, bounds[0]), min(high, bounds[1])
+    return Estimate(back(working), low, high, 1, (0,), (back(working),),
+                    working, noise.spread, ratio, None, degrees=noise.n - 1, bounds=bounds,
                     noise=f"one seed against the seed spread σ = {noise.spread:.3g} of {source} "
                           f"({noise.n} seeds)")
 

@@ -1,0 +1,74 @@
+"""No interval outside what its quantity can take: a band and a ratio on the log scale, a share inside [0, 1].
+
+The cases the rules before judged otherwise: a one-seed LR band of 1.0% read against the seed spread printed an
+interval down to −8.9% (a band is positive), and a share of heads of 100%, 100% and 80% over three seeds printed
+one up to 106%."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+
+from attnlab.pipeline import claims
+from attnlab.pipeline.claims import kernel_post
+from attnlab.pipeline.ground import statistics
+from test_claims import _sweep, contest_frames, run_check
+
+
+def test_a_one_seed_band_read_against_a_wide_seed_spread_stays_positive():
+    """yat's contest seeds spread by about 2%, its one sweep seed's band is 1%: the interval 1% ± 4.3·3% reached
+    far below 0; intersected with what a band can take it starts at 0 and still holds the bar of 1.5%."""
+    frames = contest_frames({"yat": [1.90, 1.96, 1.88], "softmax": [1.85, 1.86, 1.852]})
+    frames["lr_sweep"] = _sweep("yat", {3e-3: 1.90, 1e-2: 1.919})
+    band = kernel_post.band_estimate(frames, "yat", frames["lr_sweep"])
+    assert band.n == 1 and band.has_interval
+    assert 0 == band.low < band.mean < 0.015 < band.high
+    assert math.isclose(band.mean, 0.019 / 1.90)
+    naive = statistics.against_noise(band.mean, kernel_post.loss_noise(frames, "yat")[0], "linear")
+    assert naive.low < 0, "the linear reading this replaces printed a negative band"
+    claim = run_check(claims.kernel_lr_band, **frames)
+    assert "-" not in claim.interval.split("[")[1].split(",")[0]
+
+
+def test_a_band_over_seeds_is_the_geometric_mean_with_a_positive_interval():
+    seeds = (0, 1, 2)
+    sweep = _sweep("yat", {3e-3: 1.90, 1e-2: 1.905}, seeds=seeds)
+    sweep.loc[sweep.seed == 1, "best_val_loss"] *= np.where(sweep[sweep.seed == 1].lr == 1e-2, 1.03, 1.0)
+    band = kernel_post.band_estimate({}, "yat", sweep)
+    per_seed = [x for x in kernel_post._bands(sweep)]
+    assert band.mean == np.exp(np.mean(np.log(per_seed))) and band.low > 0
+
+
+def test_the_noise_a_one_seed_band_is_read_against_is_the_sample_standard_deviation():
+    """ddof 1 (the sample standard deviation over the contest seeds), relative to their mean and ×√2: a
+    population (ddof 0) spread would narrow a 3-seed interval by a fifth."""
+    frames = contest_frames({"yat": [1.90, 1.96, 1.88], "softmax": [1.85, 1.86, 1.852]})
+    noise, source = kernel_post.loss_noise(frames, "yat")
+    values = np.array([1.90, 1.96, 1.88])
+    assert math.isclose(noise.spread, float(np.std(values / values.mean() * math.sqrt(2), ddof=1)))
+    assert not math.isclose(noise.spread, float(np.std(values / values.mean() * math.sqrt(2), ddof=0)))
+    assert "contest seeds" in source
+
+
+def scalars(shares: list[float], heads: int = 10) -> pd.DataFrame:
+    rows = []
+    for seed, share in enumerate(shares):
+        for head in range(heads):
+            eps = 0.2 if head < round(share * heads) else 1.5
+            rows += [{"variant": "yat_b", "seed": seed, "layer": head // 5, "head": head % 5, "scalar": "eps",
+                      "value": eps + 0.01 * seed},
+                     {"variant": "yat_b", "seed": seed, "layer": head // 5, "head": head % 5, "scalar": "b",
+                      "value": 0.3 + 0.6 * head}]
+    return pd.DataFrame(rows)
+
+
+def test_a_share_of_heads_never_reaches_past_100_percent():
+    claim = run_check(claims.learned_scalars_specialise, scalars=scalars([1.0, 1.0, 0.8]))
+    shown = claim.interval.split("share of heads: ")[1].split(";")[0]
+    high = float(shown.split(", ")[1].split("]")[0])
+    assert high <= 1.0, shown
+    naive = statistics.mean_interval([1.0, 1.0, 0.8])
+    assert naive.high > 1.0, "the unbounded t-interval this replaces"
+    assert statistics.mean_interval([1.0, 1.0, 0.8], bounds=(0.0, 1.0)).high == 1.0
