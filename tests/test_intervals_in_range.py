@@ -72,3 +72,30 @@ def test_a_share_of_heads_never_reaches_past_100_percent():
     naive = statistics.mean_interval([1.0, 1.0, 0.8])
     assert naive.high > 1.0, "the unbounded t-interval this replaces"
     assert statistics.mean_interval([1.0, 1.0, 0.8], bounds=(0.0, 1.0)).high == 1.0
+
+
+# ---- an open verdict's lean: from its own estimate against its threshold, one wording for every row
+
+
+def test_five_orders_with_three_seeds_far_under_the_bar_leans_against_the_claim():
+    """Three seeds at 117–170×: the median's exact interval needs six seeds, so the verdict stays open, and the
+    lean says where its own numbers lie (against 100,000×), never 'would not resolve it' alone."""
+    from test_claims import score_frame
+
+    frames = {"score_scale": score_frame({"yat": {0: [117.0, 117.0], 1: [140.0, 140.0], 2: [170.0, 170.0]},
+                                          "softmax": {s: [1.0, 1.0] for s in range(3)}})}
+    claim = run_check(claims.kernel_scores_five_orders, **frames)
+    assert claim.verdict.startswith("inconclusive")
+    assert "lies against the claim (above 1e+05)" in claim.lean and "(140)" in claim.lean
+
+
+def test_every_open_one_sided_verdict_leans_the_way_its_estimate_lies():
+    from attnlab.pipeline.ground import verdicts
+
+    for values, above, side in (([1.0, 1.2, 0.9], True, "on the side of"), ([1.0, 1.2, 0.9], False, "against"),
+                                ([0.9, 1.1, 0.95], True, "against")):
+        v = verdicts.one_sided(statistics.mean_interval(values), 0.99, above=above)
+        assert v.word == verdicts.INCONCLUSIVE and f"lies {side} the claim" in v.lean, (values, above, v.lean)
+    inside = verdicts.in_range(statistics.mean_interval([0.01, 0.04, -0.02]), -0.05, 0.05)
+    assert inside.word == verdicts.INCONCLUSIVE
+    assert "lies on the side of the claim (within [-0.05, 0.05])" in inside.lean

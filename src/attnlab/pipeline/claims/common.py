@@ -59,8 +59,10 @@ class Claim:
     preconditions: str = ""  # the claim's protocol preconditions at this build: which failed, which were met
     lean: str = ""  # off the claim's protocol: what the data at this protocol alone would say
     quote: str = ""  # the source's words, verbatim with their section, or why there are none (claims.words)
-    p_value: float = math.nan  # the one-sided p-value of the verdict's side (verdicts.Verdict.p)
-    holm: str = ""  # in the family of the posts' trained claims: whether the verdict survives Holm's step-down
+    p_value: float = math.nan  # two-sided, settled exactly when at most 0.05 (verdicts.Verdict.p)
+    holm: str = ""  # in the build's family (claims.ledger.family): whether the verdict survives Holm's step-down
+    p_holm: float = math.nan  # its Holm-adjusted p-value in that family (NaN outside it)
+    leaning: str = ""  # not a column: an open verdict's side (verdicts.Verdict.lean), which the lean is made from
 
 
 def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=None,
@@ -78,6 +80,8 @@ def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=N
     if verdict.word == INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = verdict.resolution
+        claim.leaning = verdict.lean
+        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
     elif stability:
         claim.resolution = stability
     return claim
@@ -118,6 +122,8 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
         return claim
     stability = claim.resolution if word in (HOLDS, CONTRADICTED) else ""  # how many seeds the lean rests on
     claim.lean = f"at this protocol alone the data {LEANS.get(word, 'say: ' + word)}"
+    if word == INCONCLUSIVE and claim.leaning:  # which side its own numbers lie on, in the one wording
+        claim.lean += f": {claim.leaning}"
     if word == CONTRADICTED and direction:
         claim.lean += f" ({direction})"
     claim.verdict = inconclusive_at(protocol)

@@ -229,6 +229,8 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     verdict = every(band_verdict, death_verdict)
     claim.verdict, claim.p_value = verdict.word, verdict.p
     if verdict.word == verdicts.INCONCLUSIVE:
+        claim.leaning = verdict.lean
+        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = "; ".join(filter(None, [band_verdict.resolution, (
             f"deaths: about {int(death_verdict.seeds_to_resolve)} sweep seeds at the same rate would resolve it"

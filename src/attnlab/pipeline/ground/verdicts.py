@@ -46,6 +46,7 @@ class Verdict:
     seeds_to_resolve: float | None = None
     side: str = ""
     p: float = math.nan  # two-sided, settled exactly when p <= 0.05 (p_value); Holm's step-down reads it
+    lean: str = ""  # an open verdict: which side of the claim its estimate lies on, and where the threshold is
 
     @property
     def resolution(self) -> str:
@@ -75,7 +76,9 @@ def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
         return Verdict(HOLDS, p=p)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
         return Verdict(CONTRADICTED, p=p)
-    return replace(_open(estimate, threshold), p=p)
+    on_side = (estimate.mean > threshold) == above
+    return replace(_open(estimate, threshold), p=p,
+                   lean=side_text(estimate.mean, on_side, f"{'above' if above else 'below'} {threshold:.4g}"))
 
 
 def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
@@ -92,13 +95,14 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
         return Verdict(HOLDS, p=p)
     if high < share:
         return Verdict(CONTRADICTED, p=p)
+    lean = side_text(k / n, k / n > share, f"above {share:.4g}", what=f"share ({k} of {n})")
     if k / n == share:
-        return Verdict(INCONCLUSIVE, "", math.inf, p=p)
+        return Verdict(INCONCLUSIVE, "", math.inf, p=p, lean=lean)
     for m in range(n + 1, MAX_SEEDS + 1):
         lo, hi = count_interval(round(k / n * m), m)
         if lo > share or hi < share:
-            return Verdict(INCONCLUSIVE, "", m, p=p)
-    return Verdict(INCONCLUSIVE, "", None, p=p)
+            return Verdict(INCONCLUSIVE, "", m, p=p, lean=lean)
+    return Verdict(INCONCLUSIVE, "", None, p=p, lean=lean)
 
 
 def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
@@ -119,7 +123,8 @@ def in_range(estimate: Estimate, low: float, high: float) -> Verdict:
         return Verdict(HOLDS, p=p_inside)
     if estimate.high < low or estimate.low > high:
         return Verdict(CONTRADICTED, p=p_outside)
-    return replace(_open(estimate, low, high), p=p_least(p_inside, p_outside))
+    return replace(_open(estimate, low, high), p=p_least(p_inside, p_outside),
+                   lean=side_text(estimate.mean, inside, f"within [{low:.4g}, {high:.4g}]"))
 
 
 def _open(estimate: Estimate, *thresholds: float) -> Verdict:
@@ -140,7 +145,7 @@ def every(*verdicts: Verdict) -> Verdict:
     side = "; ".join(dict.fromkeys(v.side for v in open_parts if v.side))
     needed = [v.seeds_to_resolve for v in open_parts]
     return Verdict(INCONCLUSIVE, reason, None if any(n is None for n in needed) else max(needed), side,
-                   p=p_most(*(v.p for v in verdicts)))
+                   p=p_most(*(v.p for v in verdicts)), lean="; ".join(v.lean for v in open_parts if v.lean))
 
 
 def holm(p_values: Mapping, alpha: float = 1 - CONFIDENCE) -> set:
@@ -206,6 +211,14 @@ def p_beyond(estimate: Estimate, threshold: float, above: bool) -> float:
         return 0.0 if (estimate.center > bar) == above and estimate.center != bar else 1.0
     t = (estimate.center - bar) / (estimate.spread / math.sqrt(estimate.n))
     return float(stats.t.sf(t, estimate.n - 1) if above else stats.t.cdf(t, estimate.n - 1))
+
+
+def side_text(value: float, on_side: bool, claim: str, what: str = "estimate") -> str:
+    """An open verdict's lean, from its estimate against its threshold, one wording for every row: 'its
+    estimate (142.3) lies against the claim (above 1e+05)'."""
+    if not math.isfinite(value):
+        return ""
+    return f"its {what} ({value:.4g}) lies {'on the side of' if on_side else 'against'} the claim ({claim})"
 
 
 def not_testable(protocol: str) -> str:
