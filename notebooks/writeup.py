@@ -30,6 +30,7 @@ from IPython.display import HTML, Markdown, display
 from attnlab.pipeline.report import (a3, abstract, build, catalog, contest, ladder, ledger, methods, page,
                                      telemetry)
 from attnlab.pipeline.report.style import PAGE_STYLE
+from attnlab.pipeline.tables import arms
 from attnlab.pipeline.tables.display import details, shown
 
 TABLES = page.results_path("tables")
@@ -96,7 +97,10 @@ show_table(methods.protocol_table(runs, tables["params"], tables["contest"], tab
 # embedding.
 
 # %%
-show_table(shown("params", tables["params"]), "Trainable parameters per variant.", "params")
+show_table(shown("params", arms.with_step_times(tables["params"], tables.get("step_times"))),
+           "Trainable parameters per variant, and each variant's time per training step against softmax's "
+           "(from the interleaved timing rounds where the build timed it, the estimate the ledger judges; else "
+           "from the training logs' steps/s, paired by contest seed on a shared machine).", "params")
 
 # %% [markdown]
 # ## 2. The contest

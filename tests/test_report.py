@@ -375,3 +375,14 @@ def test_the_ledger_shows_the_posts_claims_apart_from_the_catalogs_and_this_proj
     assert not parts["ledger"].claim.str.startswith("on the scale ladder").any()
     assert set(parts["ledger_papers"].source) <= set(claims.PAPERS)
     assert sorted(i for rows in parts.values() for i in rows.index) == list(table.index), "every row, once"
+
+
+def test_the_abstract_states_only_this_build(workspace):
+    """Another build's findings (what a settle build decided, from the changelog) never appear in this build's
+    abstract: it names the config that would decide what is held back, and no result of it."""
+    t = tables_of(workspace)
+    runs = t["runs"].assign(**{"config.name": "default"})
+    text = abstract.abstract_html(runs, t["contest"], claims.ledger({**t, "runs": runs}))
+    assert "config/settle.yaml" in text
+    for other_build in ("it decided", "On a 2-core machine", "stayed out of reach", "1 h 50 min"):
+        assert other_build not in text

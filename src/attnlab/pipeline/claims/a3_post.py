@@ -14,6 +14,7 @@ from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
 from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, judged,
                                             lr_text, stability_text, table_of, untestable)
+from attnlab.pipeline.tables.arms import step_time_ratios
 from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
 from attnlab.pipeline.ground.verdicts import CONTRADICTED, HOLDS, every, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
@@ -197,18 +198,14 @@ def a3_compute_overhead_small(t, pub, protocol) -> Claim:
         return untestable(claim, protocol, "this build has no timed steps of A3 and softmax (the step_times rule "
                                            "times them where the build trains both)")
 
-    def per_round(variant) -> dict[int, float]:
-        cells = times[times.variant == variant]
-        return dict(zip(cells["round"].astype(int), cells.seconds_per_step.astype(float)))
-
-    estimate = statistics.paired(per_round("a3"), per_round(BASELINE), ratio=True)
+    ratios = step_time_ratios(times)  # the one estimate of the overhead: the parameters table shows it too
+    estimate = ratios["a3"]
     fmt = lambda x: f"{x - 1:+.1%}"  # noqa: E731
     median = times.groupby("variant").seconds_per_step.median()
     shape = times.iloc[0]
     claim.measured = (f"time per step {describe(estimate, fmt, wins=False)} over {estimate.n} interleaved rounds "
                       f"(median {median['a3'] * 1e3:.2f} vs {median[BASELINE] * 1e3:.2f} ms per step)")
-    others = [f"{v} {np.exp(np.mean(np.log(np.asarray(list(per_round(v).values())) / median[BASELINE]))) - 1:+.1%}"
-              for v in median.index if v not in ("a3", BASELINE)]
+    others = [f"{v} {describe(e, fmt, wins=False)}" for v, e in ratios.items() if v != "a3"]
     claim.note = "; ".join(filter(None, [
         f"timed in one process at the contest's model (d_model {int(shape.d_model)}, {int(shape.layers)} layers, "
         f"{int(shape.heads)} heads, block {int(shape.block_size)}, batch {int(shape.batch_size)}), "

@@ -32,15 +32,9 @@ VARIANTS = {
     "a3_heads": "A³ with its gate and bias per layer and head instead of shared",
 }
 LEVEL = f"{intervals.CONFIDENCE:.0%}"
-# The config that trains every cell to its plateau on a 2-core machine, and what its build decided there (the
-# CHANGELOG's measurements give the command, the date and the machine's step rate).
+# The config that trains every cell to its plateau on a 2-core machine. The report names it as what would decide
+# the claims held back here, never what another build of it found: a report states only its own build.
 SETTLE_CONFIG = "settle"
-SETTLE_RESULT = ("On a 2-core machine it decided the score scale, the entropy gap and A³'s gain (beyond a per-head "
-                 "temperature too), and found no difference between softmax and itself; the quality reading (yat_b "
-                 "against softmax) stayed out of reach of 20 seeds, about 72 at the spread measured. Its 107 cells "
-                 "(the sweep's extension and the second look among them) trained 564,000 steps in all, each to its "
-                 "plateau: from a fresh clone the build took 1 h 50 min on 2 cores, on a day that machine ran 19 to "
-                 "26 default softmax steps/s (python benchmarks/cores.py; about an hour at 46.8, a faster day's)")
 
 
 def variants_list(contest: pd.DataFrame) -> str:
@@ -137,8 +131,7 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
                  "improving, each variant at its own best LR, under a design declared before its seeds (8 seeds, "
                  "then up to 20 for the comparisons still open, 5% error over both looks; "
                  f"<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml</code>; "
-                 "<code>python benchmarks/design_power.py</code> prints each comparison's power). "
-                 f"{html.escape(SETTLE_RESULT)}.")
+                 "<code>python benchmarks/design_power.py</code> prints each comparison's power).")
     leaning = {}
     for r in rows.itertuples():
         lean = _lean(r).removeprefix("at this protocol alone the data ")

@@ -24,10 +24,10 @@ PACKAGE_ORDER = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "numpy", 
 
 
 def load_tables(folder: Path) -> dict[str, pd.DataFrame]:
-    """Every table the collect step writes (the table contract), and the composability and seed_rounds tables when the
-    build has them (attnlab.pipeline.ground.build_manifest)."""
+    """Every table the collect step writes (the table contract), and the composability, seed_rounds and step_times
+    tables when the build has them (attnlab.pipeline.ground.build_manifest)."""
     tables = {name: pd.read_csv(Path(folder) / f"{name}.csv") for name in contract.COLLECTED}
-    for name in ("composability", "seed_rounds"):  # the composability study; seeds added until decided
+    for name in ("composability", "seed_rounds", "step_times"):  # a study; seeds added until decided; timing
         if build_manifest.has_table(folder, name):
             tables[name] = pd.read_csv(Path(folder) / f"{name}.csv")
     return tables

@@ -93,6 +93,38 @@ def params_table(runs: pd.DataFrame, grid: ContestGrid | dict) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=contract.columns("params"))
 
 
+def step_time_ratios(step_times: pd.DataFrame | None) -> dict[str, statistics.Estimate]:
+    """variant -> its time per training step over the baseline's from the interleaved timing rounds
+    (step_times.csv: one process, the variants taking turns), paired by round through the mean log-ratio: the
+    one estimate of a variant's compute overhead wherever the build timed it (the ledger's row and the
+    parameters table both read it); {} without timed rounds of the baseline."""
+    if step_times is None or step_times.empty or BASELINE not in set(step_times.variant):
+        return {}
+
+    def per_round(variant) -> dict[int, float]:
+        cells = step_times[step_times.variant == variant]
+        return dict(zip(cells["round"].astype(int), cells.seconds_per_step.astype(float)))
+
+    base = per_round(BASELINE)
+    return {v: statistics.paired(per_round(v), base, ratio=True) for v in dict.fromkeys(step_times.variant)
+            if v != BASELINE}
+
+
+def with_step_times(params: pd.DataFrame, step_times: pd.DataFrame | None) -> pd.DataFrame:
+    """The parameters table with each timed variant's time per step taken from step_time_ratios (the interleaved
+    rounds, the estimate the ledger judges), the others' kept from the training logs' steps/s; `time_source`
+    says which each row shows."""
+    timed = step_time_ratios(step_times)
+    out = params.copy()
+    out["time_source"] = ["" if v == BASELINE else "interleaved rounds" if v in timed else "training logs"
+                          for v in out.variant]
+    for i, v in zip(out.index, out.variant):
+        if v in timed:
+            e = timed[v]
+            out.loc[i, ["time_vs_softmax", "time_ci_low", "time_ci_high", "n_timed"]] = [e.mean, e.low, e.high, e.n]
+    return out
+
+
 def _steps_per_s(runs: pd.DataFrame, grid: ContestGrid, variant: str) -> dict[int, float]:
     """seed -> training steps per second of a variant's contest cells that trained."""
     cells = trained(contest_cells(runs, grid, variant)) if "steps_per_s" in runs else runs.iloc[0:0]

@@ -148,17 +148,21 @@ def params_display(params: pd.DataFrame) -> pd.DataFrame:
                                      for v, n in zip(params.variant, extra)],
         **({"steps/s": params.steps_per_s.map(lambda x: f"{x:.1f}" if pd.notna(x) else MISSING),
             f"time per step vs {BASELINE} [95% interval]": [
-                "baseline" if v == BASELINE else _time_text(r, c_lo, c_hi)
-                for v, r, c_lo, c_hi in zip(params.variant, params.time_vs_softmax, params.time_ci_low,
-                                            params.time_ci_high)]} if "steps_per_s" in params else {}),
+                "baseline" if v == BASELINE else _time_text(r, c_lo, c_hi, source)
+                for v, r, c_lo, c_hi, source in zip(params.variant, params.time_vs_softmax, params.time_ci_low,
+                                                    params.time_ci_high, params.get("time_source",
+                                                                                    [""] * len(params)))]}
+           if "steps_per_s" in params else {}),
     })
 
 
-def _time_text(ratio, low, high) -> str:
+def _time_text(ratio, low, high, source: str = "") -> str:
+    """'+5.0% [-4.6%, +15.6%]', with where it was timed where the table says (arms.with_step_times)."""
     if pd.isna(ratio):
         return MISSING
     text = f"{ratio - 1:+.1%}"
-    return text + (f" [{low - 1:+.1%}, {high - 1:+.1%}]" if pd.notna(low) and pd.notna(high) else " (one seed)")
+    text += f" [{low - 1:+.1%}, {high - 1:+.1%}]" if pd.notna(low) and pd.notna(high) else " (one seed)"
+    return text + (f", {source}" if source else "")
 
 
 # ---- the arms: the normaliser swap, A³ against a learned temperature
