@@ -169,13 +169,13 @@ def test_ablation_compares_only_shared_seeds():
     assert run_check(claims.ablation_untames, runs=runs).verdict == "not testable at paper"
 
 
-def test_ablation_at_matched_lr_holds_as_published():
+def test_ablation_at_matched_lr_holds_at_several_fold():
     runs = runs_frame([("yat", 3e-3, s, 169234.0 * f) for s, f in enumerate((1.0, 1.05, 0.97))]
                       + [("yat_b", 3e-3, s, 61221.0 * f) for s, f in enumerate((1.0, 1.02, 0.99))])
     claim = run_check(claims.ablation_untames, runs=runs)
     assert claim.verdict == HOLDS and claim.seeds == 3
     assert "at 0.003: 2.77×" in claim.measured and claim.interval.startswith("0.003: 95% CI [")
-    assert "7.2× mixed LRs" in claim.published and "2.8× at matched 0.003" in claim.published
+    assert "7.2× mixed LRs" in claim.published and "no pair at one LR published" in claim.published
 
 
 def test_ablation_of_one_seed_is_inconclusive():
@@ -186,6 +186,7 @@ def test_ablation_of_one_seed_is_inconclusive():
 
 def test_ablation_ignores_a_larger_yat_score_at_another_lr():
     # the mixed-LR ratio would be 443,508 / 211,756 = 2.1x; at the matched LR yat_b is above yat on every seed
+    # (the numbers are this test's own)
     runs = runs_frame([("yat", 3e-4, 0, 443508.0)]
                       + [("yat", 3e-3, s, 169234.0 + 1000 * s) for s in range(3)]
                       + [("yat_b", 3e-3, s, 211756.0 - 500 * s) for s in range(3)])

@@ -35,7 +35,7 @@ DIFFUSE_RULE = pp.Rule(words.DIFFUSE, "yat_b − softmax mean normalised row ent
 BARELY_RULE = pp.Rule(words.BARELY,
                       "yat − yat_b mean normalised row entropy, paired by seed at one LR both trained (any cell: "
                       "sweep, contest or study), at the LR where both ran the most seeds (ties: the one nearest "
-                      "the post's matched ablation LR)",
+                      "yat_b's published 3e-3)",
                       f"within ±{BARELY:g}", "a fifth of the post's own kernel–softmax gap of 0.25 (0.73 vs "
                       "0.48), a fraction this project chose; the post's yat 0.74 vs yat_b 0.73 sits inside",
                       (pp.PLATEAU,),
@@ -130,7 +130,7 @@ def ablation_barely_moves_entropy(t, pub, protocol) -> Claim:
     if not pairs:
         return untestable(claim, protocol, "no LR at which both yat and yat_b trained a seed")
     by_lr = {lr: statistics.paired(first, second) for lr, (first, second) in pairs.items()}
-    primary = primary_lr(by_lr, pub["ablation"]["matched_lr"]["lr"])
+    primary = primary_lr(by_lr, pub["ablation"]["mixed_lr"]["yat_b"]["lr"])
     estimate = by_lr[primary]
     fmt = lambda x: f"{x:+.3f}"  # noqa: E731
     first, second = pairs[primary]
