@@ -4,7 +4,6 @@ row's 169,234 and 211,756, and a bits/char the later post never gave) fails here
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 import yaml

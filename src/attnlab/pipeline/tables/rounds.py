@@ -101,11 +101,21 @@ def _read(comparison: Comparison, first: dict, second: dict, limit: float) -> di
     decided = n >= 2 and math.isfinite(low) and math.isfinite(high) and not any(
         low <= t <= high for t in comparison.thresholds)
     needed = (None if decided
-              else sign_test.verdict(found, comparison.thresholds[0]).seeds_to_resolve if comparison.median
+              else _median_seeds(found, comparison.thresholds) if comparison.median
               else statistics.seeds_to_resolve(estimate, *comparison.thresholds))
     state = DECIDED if decided else _open_state(n, spread_known, needed, limit)
     return dict(n=n, mean=_number(mean), low=_number(low), high=_number(high), state=state, level=_number(level),
                 seeds_needed=None if needed is None or math.isinf(needed) else int(needed))
+
+
+def _median_seeds(found: sign_test.MedianEstimate, thresholds) -> float | None:
+    """The seeds a median's exact interval needs to hold none of the thresholds: the most any one edge needs (at
+    the design's level, sign_test.verdict reading it inside the design), None where one is out of any count."""
+    needed = [sign_test.verdict(found, t).seeds_to_resolve for t in thresholds
+              if not found.has_interval or found.low <= t <= found.high]
+    if any(n is None for n in needed):
+        return None
+    return max(needed, default=None)
 
 
 def _open_state(n: int, spread_known: bool, needed: float | None, limit: float) -> str:
