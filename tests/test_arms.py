@@ -343,8 +343,7 @@ def test_the_later_posts_softmax_kernel_is_checked_at_one_lr():
     from claim_frames import on_protocol
 
     pub = claims.published()
-    assert {"variant": "yat_b_exp", "lr": 3e-3, "mean": 1.4968, "std": 0.0054}.items() <= \
-        next(e for e in pub["contest"] if e["variant"] == "yat_b_exp").items()
+    assert "yat_b_exp" not in {e["variant"] for e in pub["contest"]}  # the later post is no source here
 
     from attnlab.pipeline.tables import contest_table
 

@@ -15,15 +15,21 @@ SOURCES = [REPO.parent / "shared" / "docs" / "published.md", *sorted((REPO.paren
 
 
 def written_forms(x) -> set[str]:
-    """The ways a post or the digest writes a number: as is, with thousands separators, an LR's short form
-    (3e-4), a share in percent."""
+    """The ways a post or the digest writes a number, each keeping every digit of it: as is, with thousands
+    separators, an LR's short form (3e-4), a share in percent. A rounded form (1.5 for 1.4968) is no source."""
     forms = {str(x), f"{x:g}", f"{x:,}", f"{x:,g}"}
     if isinstance(x, float):
         forms |= {f"{x:.{d}f}" for d in range(5)} | {f"{100 * x:.{d}f}%" for d in range(3)}
         forms |= {f"{x:.0e}".replace("e-0", "e-"), f"{x:.1e}".replace("e-0", "e-")}
         if x == int(x):
             forms |= {f"{int(x):,}", str(int(x))}
-    return forms
+    return {f for f in forms if _same(f, x)}
+
+
+def _same(form: str, x) -> bool:
+    text = form.replace(",", "")
+    value = float(text[:-1]) / 100 if text.endswith("%") else float(text)
+    return abs(value - x) <= 1e-9 * max(1.0, abs(x))
 
 
 def numbers(obj, path=()):

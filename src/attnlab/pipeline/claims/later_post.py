@@ -18,15 +18,12 @@ RULE = pp.Rule(words.LATER, "yat_b_exp − yat_b best validation loss, paired by
 
 
 def softmax_over_kernel(t, pub, protocol) -> Claim:
-    entries = {e["variant"]: e for e in pub["contest"] if e["variant"] in ("yat_b", "yat_b_exp")}
-    exp, l1 = entries.get("yat_b_exp"), entries.get("yat_b")
+    """The direction a later post of the series reported; its text and figures are not among this project's
+    sources, so the row prints no published number (one without a source is never printed)."""
     claim = Claim(LATER_POST, "yat_b under a softmax over its kernel trains better than under the l1 normaliser",
-                  RULE.text(), "–",
-                  f"{exp['mean']:.4f} ± {exp['std']:.4f} vs {l1['mean']:.4f} ± {l1['std']:.4f} "
-                  f"({exp['mean'] - l1['mean']:+.4f})" if exp and l1 else "–", "")
+                  RULE.text(), "–", "the direction only: the later post is not among this project's sources", "")
     claim.quote = RULE.quote()
-    note = ("the later post's figure; it states no LR for it (yat_b's 3e-3 assumed in published.yaml); "
-            "the same kappa and parameters, only the normaliser differs")
+    note = "the same kappa and parameters, only the normaliser differs"
     a, b = contest_losses(t, "yat_b_exp"), contest_losses(t, "yat_b")
     if not a or not b:
         claim.note = note
