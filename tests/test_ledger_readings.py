@@ -205,3 +205,37 @@ def test_the_grown_eps_is_tested():
     assert claim.verdict == CONTRADICTED and "no deep ε grows" in claim.lean
     grown = scalars({s: heads(23 + s, grown=6.4 + s, jitter=0.001 * s) for s in (0, 1, 2)})
     assert run(claims.learned_scalars_specialise, scalars=grown).verdict == HOLDS
+
+
+def headings(text: str) -> list[tuple[int, str]]:
+    """A post's section headings with their offsets: a short line standing alone between blank lines, without a
+    sentence's closing punctuation (the kernel post marks its headings with a trailing '#')."""
+    lines, found, offset = text.split("\n"), [], 0
+    for i, line in enumerate(lines):
+        title = line.strip().rstrip("#")
+        alone = (i == 0 or not lines[i - 1].strip()) and (i + 1 == len(lines) or not lines[i + 1].strip())
+        if i and title and alone and len(title.split()) <= 9 and not title.endswith((".", ":", "?", "!", ")")):
+            found.append((offset, title))
+        offset += len(line) + 1
+    return found
+
+
+def section_of(text: str, quoted: str) -> str:
+    at = text.find(quoted)
+    return max([h for h in headings(text) if h[0] <= at], default=(0, ""))[1]
+
+
+@pytest.mark.skipif(not SEEDS.is_dir(), reason=f"the posts' text is not at {SEEDS}")
+def test_every_quote_names_the_section_it_stands_in():
+    """Not only a heading of the post: the one the quoted words fall under."""
+    for name, quoted in words.POSTS.items():
+        text = (SEEDS / name).read_text().replace("’", "'")
+        assert len(headings(text)) >= 4, name
+        for entry in quoted:
+            if entry.section:
+                first = entry.pieces()[0].replace("’", "'")
+                assert section_of(text, first) == entry.section.replace("’", "'"), (entry.section, first[:60])
+        # a quotation named under another section of its post is caught
+        entry = next(e for e in quoted if e.section)
+        other = next(h for _, h in headings(text) if h != entry.section.replace("’", "'"))
+        assert section_of(text, entry.pieces()[0].replace("’", "'")) != other
