@@ -217,6 +217,9 @@ def ladder_tables(protocol: str) -> dict[str, pd.DataFrame]:
     checked = pd.DataFrame([{"rung": rung, "d_model": 16 * (rung + 1), "steps": 1000, "n_params": n,
                              "series": ladder.SIZE, "check": check.__name__, "source": row.source,
                              "claim": row.claim, "verdict": row.verdict if rung == 3 else verdicts.INCONCLUSIVE,
+                             "outcome": row.outcome if rung == 3 else verdicts.INCONCLUSIVE,
+                             "off_protocol": row.off_protocol if rung == 3 else False,
+                             "lean_side": row.lean_side if rung == 3 else verdicts.INCONCLUSIVE,
                              "measured": row.measured, "interval": row.interval, "seeds": row.seeds,
                              "protocol": f"{protocol} (scale ladder rung {rung})"}
                             for rung, n in enumerate(LADDER_RUNGS, start=1)

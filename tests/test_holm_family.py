@@ -19,8 +19,10 @@ ALPHA = 0.05
 
 
 def ledger_of(verdict_words, ps) -> pd.DataFrame:
-    return pd.DataFrame({"claim": [f"claim {i}" for i in range(len(ps))], "verdict": verdict_words,
-                         "p_value": ps})
+    """A ledger of these verdicts: a word, or (word, off its protocol)."""
+    typed = [w if isinstance(w, tuple) else (w, False) for w in verdict_words]
+    return pd.DataFrame({"claim": [f"claim {i}" for i in range(len(ps))], "outcome": [w for w, _ in typed],
+                         "off_protocol": [off for _, off in typed], "p_value": ps})
 
 
 def family_error(m: int, draws: int, rng, naive: bool) -> float:
@@ -53,8 +55,8 @@ def test_a_row_off_its_protocol_is_outside_the_family_and_a_settled_row_of_eight
     """0.002 among 8 survives (0.002 × 8 = 0.016); a row held inconclusive at its protocol carries a p-value from
     the data's lean but no experiment decided it here: it is not in the family, so it can neither fail nor
     survive, and it does not count toward m."""
-    words = [verdicts.HOLDS] + [verdicts.INCONCLUSIVE] * 7 + [verdicts.inconclusive_at("default"),
-                                                              verdicts.not_testable("default")]
+    words = [verdicts.HOLDS] + [verdicts.INCONCLUSIVE] * 7 + [(verdicts.INCONCLUSIVE, True),
+                                                              verdicts.NOT_TESTABLE]
     ps = [0.002] + [0.5] * 7 + [0.001, float("nan")]
     members = claims.family(ledger_of(words, ps), None)
     assert list(members.member) == list(range(8))

@@ -256,6 +256,7 @@ def test_every_check_runs_at_every_rung_and_a_claim_can_start_to_hold_at_the_sec
 def test_a_claim_that_holds_at_no_rung_says_so():
     checked = pd.DataFrame([{"rung": r, "steps": 1000, "n_params": n, "series": ladder.SIZE, "check": "kernel_gap",
                              "source": "kernel post", "claim": "softmax beats the kernel", "verdict": v,
+                             "outcome": v, "off_protocol": False, "lean_side": v,
                              "measured": "", "interval": "95% CI [1, 2]", "seeds": 3, "protocol": f"p{r}"}
                             for r, n, v in ((1, 31_745, INCONCLUSIVE), (2, 94_289, CONTRADICTED))])
     row = ladder_rows.smallest_rung(checked, "kernel_gap")

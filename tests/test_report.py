@@ -130,7 +130,7 @@ def test_every_claim_links_to_the_table_that_holds_its_evidence(workspace):
     t = tables_of(workspace)
     table = claims.ledger(t)
     shown = set(t) | {"composability"}
-    tested = table[~table.verdict.str.startswith("not testable")]  # an untested claim's evidence is the ledger
+    tested = table[table.outcome != verdicts.NOT_TESTABLE]  # an untested claim's evidence is the ledger
     assert all(ledger.evidence(claim, shown) != "ledger" for claim in tested.claim), "a claim with no evidence"
     summary = ledger.summary_display(table, shown)
     targets = set(re.findall(r'href="#table-([a-z_0-9]+)"', "".join(summary.evidence)))
@@ -145,11 +145,11 @@ def test_every_claim_links_to_the_table_that_holds_its_evidence(workspace):
      "95% CI [50×, 526×] spans the claim (at least 100×); about 4 seeds would resolve it"),
     (verdicts.INCONCLUSIVE, statistics.ONE_SEED, "two or more seeds would give an interval",
      "two or more seeds would give an interval"),
-    ("not testable at default", "none: the model has 2 layers", "", "the model has 2 layers"),
-    (verdicts.BY_CONSTRUCTION, "none needed: a softmax row sums to one", "", "a softmax row sums to one"),
+    (verdicts.NOT_TESTABLE, "none: the model has 2 layers", "", "the model has 2 layers"),
+    (verdicts.HOLDS_BY_CONSTRUCTION, "none needed: a softmax row sums to one", "", "a softmax row sums to one"),
 ])
 def test_each_verdict_has_a_one_line_reason(verdict, interval, resolution, expected):
-    row = pd.Series({"verdict": verdict, "interval": interval, "resolution": resolution,
+    row = pd.Series({"outcome": verdict, "off_protocol": False, "interval": interval, "resolution": resolution,
                      "check": "max score ratio; threshold: at least 100×"})
     assert ledger.reason(row) == expected
 
@@ -174,7 +174,7 @@ def test_both_posts_and_the_catalogs_papers_are_cited_and_every_ledger_row_names
 
 
 def test_verdict_badges_carry_their_kind_and_the_full_verdict_as_a_title():
-    badge = ledger.badge("not testable at default")
+    badge = ledger.badge(verdicts.NOT_TESTABLE, "not testable at default")
     assert badge == '<span class="verdict untested" title="not testable at default">not testable</span>'
 
 
@@ -353,6 +353,7 @@ def test_the_abstract_shows_the_interval_a_verdict_rests_on_whether_a_t_interval
     ledger = pd.DataFrame({
         "claim": ["fixed seeds", "seeds added until decided", "a count"],
         "verdict": [verdicts.HOLDS, verdicts.HOLDS, verdicts.CONTRADICTED],
+        "outcome": [verdicts.HOLDS, verdicts.HOLDS, verdicts.CONTRADICTED],
         "interval": ["a: 95% CI [0.1, 0.2]", "b: 95% CS [0.3, 0.4]", "no interval (one seed)"],
         "lean": ["", "", "lower"],
     })

@@ -12,7 +12,7 @@ import pandas as pd
 from attnlab.pipeline.ground import statistics
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, judged,
+from attnlab.pipeline.claims.common import (A3_POST, Claim, at_protocol, constructed, decide, judged,
                                             lr_text, stability_text, table_of, untestable)
 from attnlab.pipeline.tables.arms import step_time_ratios
 from attnlab.pipeline.ground.contract import A3_GATE_INIT, BASELINE
@@ -236,7 +236,7 @@ def a3_composes(t, pub, protocol) -> Claim:
     claim.note = outcome
     if head not in (HOLDS, CONTRADICTED):
         return untestable(claim, protocol, outcome.split(":", 1)[-1].strip())
-    claim.verdict = head
+    decide(claim, head)
     claim.interval = ("none: a numerical equivalence, checked seed by seed against its tolerance, not a mean "
                       "over seeds")
     claim.seeds = int(rows.seeds.min()) if "seeds" in rows and len(rows) else 0

@@ -63,13 +63,35 @@ class Claim:
     holm: str = ""  # in the build's family (claims.ledger.family): whether the verdict survives Holm's step-down
     p_holm: float = math.nan  # its Holm-adjusted p-value in that family (NaN outside it)
     leaning: str = ""  # not a column: an open verdict's side (verdicts.Verdict.lean), which the lean is made from
+    # The verdict as typed values, which every reader of the ledger reads (never the `verdict` text, which is
+    # rendered from them by `decide`): its word (verdicts.VERDICTS), whether the build is off the claim's
+    # protocol, and what the data alone say (LEAN_SIDES).
+    outcome: str = ""
+    off_protocol: bool = False
+    lean_side: str = ""
+
+
+LEAN_SIDES = (HOLDS, CONTRADICTED, INCONCLUSIVE)  # the data at this protocol alone: would hold, contradict, or not say
+
+
+def decide(claim: Claim, word: str, protocol: str = "", off_protocol: bool = False) -> Claim:
+    """Set the claim's verdict: its typed outcome and the text rendered from it ('not testable at smoke',
+    'inconclusive at default' off the claim's protocol, else the word). The one place a verdict is written."""
+    if word not in verdicts.VERDICTS:
+        raise ValueError(f"a verdict is one of {verdicts.VERDICTS}, not {word!r}")
+    claim.outcome, claim.off_protocol = word, off_protocol
+    if not off_protocol:  # off it, at_protocol has kept what the data alone say
+        claim.lean_side = word if word in LEAN_SIDES else ""
+    claim.verdict = (not_testable(protocol) if word == verdicts.NOT_TESTABLE
+                     else inconclusive_at(protocol) if off_protocol else word)
+    return claim
 
 
 def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=None,
            stability: str = "") -> Claim:
     """The claim with its verdict, its intervals ('label: 95% CI [a, b]' per estimate) and its seeds; a settled
     verdict carries `stability` (how many seeds would make it stable) as its resolution."""
-    claim.verdict = verdict.word
+    decide(claim, verdict.word)
     claim.p_value = verdict.p
     shown = []
     for label, e in estimates.items():
@@ -115,7 +137,7 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
     mixed = [c for c in bad if c.name == preconditions.SAME_LR]
     if mixed:  # a comparison its rule makes at one LR, read across LRs: refused, with no lean from mixed LRs
         return refused(claim, protocol, mixed[0].detail)
-    word = verdicts.verdict_word(claim.verdict)
+    word = claim.outcome
     if not bad:
         if word == CONTRADICTED and direction:
             claim.lean = direction
@@ -126,7 +148,8 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
         claim.lean += f": {claim.leaning}"
     if word == CONTRADICTED and direction:
         claim.lean += f" ({direction})"
-    claim.verdict = inconclusive_at(protocol)
+    claim.lean_side = word if word in LEAN_SIDES else ""
+    decide(claim, INCONCLUSIVE, protocol, off_protocol=True)
     claim.seeds_to_resolve = None
     claim.resolution = "; ".join(filter(None, ["off the claim's protocol: " + "; ".join(c.name for c in bad),
                                                claim.lean, stability]))
@@ -147,7 +170,7 @@ def refused(claim: Claim, protocol: str, detail: str) -> Claim:
 
 def untestable(claim: Claim, protocol: str, why: str) -> Claim:
     """Not testable at this protocol, and why (no interval: nothing was compared)."""
-    claim.verdict = not_testable(protocol)
+    decide(claim, verdicts.NOT_TESTABLE, protocol)
     claim.interval = f"none: {why}"
     return claim
 
@@ -155,7 +178,7 @@ def untestable(claim: Claim, protocol: str, why: str) -> Claim:
 def constructed(claim: Claim, seeds: int, why: str, holds: bool) -> Claim:
     """A claim the model's construction settles; the check shows this build's code keeps to it. Its verdict is
     'holds by construction' or 'contradicted by construction', never counted with the experiments."""
-    claim.verdict = HOLDS_BY_CONSTRUCTION if holds else CONTRADICTED_BY_CONSTRUCTION
+    decide(claim, HOLDS_BY_CONSTRUCTION if holds else CONTRADICTED_BY_CONSTRUCTION)
     claim.interval = f"none needed: {why}"
     claim.seeds = seeds
     return claim
@@ -166,7 +189,7 @@ def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5
     against `share` (verdicts.count_verdict), never as a mean."""
     verdict = verdicts.count_verdict(k, n, share)
     low, high = statistics.count_interval(k, n)
-    claim.verdict = verdict.word
+    decide(claim, verdict.word)
     claim.p_value = verdict.p
     claim.seeds = n
     claim.interval = (f"share {intervals.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"

@@ -14,7 +14,7 @@ from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, contest_losses,
+from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, decide, contest_losses,
                                             contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import at_lr
@@ -227,7 +227,8 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     judged_by_count(claim, len(died), len(seeds), "died", MOST)  # the interval column: the count's
     claim.interval = f"band: {estimate_text.interval_text(band, fmt)}; deaths: {claim.interval}"
     verdict = every(band_verdict, death_verdict)
-    claim.verdict, claim.p_value = verdict.word, verdict.p
+    decide(claim, verdict.word)
+    claim.p_value = verdict.p
     if verdict.word == verdicts.INCONCLUSIVE:
         claim.leaning = verdict.lean
         claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
@@ -268,7 +269,8 @@ def kernel_lr_band(t, pub, protocol) -> Claim:
         # the share of seeds whose column broke is above 0 on any divergence (its interval's lower end): the claim,
         # that every LR of the column stays within the band, is contradicted
         judged_by_count(claim, len(broken), len(seeds), "diverged", 0.0)
-        claim.verdict, claim.resolution, claim.seeds_to_resolve = verdicts.CONTRADICTED, "", None
+        decide(claim, verdicts.CONTRADICTED)
+        claim.resolution, claim.seeds_to_resolve = "", None
         claim.p_value = math.nan  # a broken column refutes the claim outright: no test, outside Holm's family
         return at_protocol(claim, protocol, [], f"the column breaks on {len(broken)} of {len(seeds)} seeds")
     estimate = band_estimate(t, "yat", sweep)

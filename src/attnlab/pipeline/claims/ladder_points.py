@@ -22,7 +22,6 @@ from attnlab.pipeline.ground import contract
 from attnlab.pipeline.claims.common import published
 from attnlab.pipeline.claims.ledger import CHECKS
 from attnlab.core.cell_key import CellKey
-from attnlab.pipeline.ground.verdicts import verdict_word
 from attnlab.pipeline.tables.collect import build_tables
 from attnlab.pipeline.tables.ladder import (LADDER_PROTOCOL, STEPS, axis_columns, cell_frame, length_text,
                                             params_text)
@@ -76,8 +75,9 @@ def rung_claims(cells: list[tuple[CellKey, dict]], protocol: str, pub: dict | No
             claim = check(tables, pub, at)
             rows.append({"rung": int(where.rung), **{a: where[a] for a in axes}, STEPS: int(where[STEPS]),
                          "n_params": n_params, "series": where.series, "check": check.__name__,
-                         **{k: v for k, v in asdict(claim).items() if k in ("source", "claim", "quote", "verdict",
-                                                                            "measured", "interval", "seeds", "lean")},
+                         **{k: v for k, v in asdict(claim).items() if k in (
+                             "source", "claim", "quote", "verdict", "measured", "interval", "seeds", "lean",
+                             "outcome", "off_protocol", "lean_side")},
                          "protocol": at})
     table = pd.DataFrame(rows, columns=claims_columns(axes))
     order = {check.__name__: i for i, check in enumerate(CHECKS)}
@@ -96,7 +96,7 @@ def claims_display(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return pd.DataFrame(columns=["claim"])
     label = table.apply(lambda r: f"rung {r.rung} ({params_text(r.n_params)}, {r[STEPS]:,} steps)", axis=1)
-    words = table.verdict.map(verdict_word)
+    words = table.outcome
     wide = table.assign(point=label, word=words).pivot_table(index=["check", "claim"], columns="point",
                                                              values="word", aggfunc="first", sort=False)
     points = list(dict.fromkeys(label))

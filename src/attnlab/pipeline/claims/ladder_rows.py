@@ -22,8 +22,8 @@ from attnlab.pipeline.ground import statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, judged, stability_text,
-                                            table_of, untestable)
+from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, decide, judged,
+                                            stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.verdicts import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
@@ -165,24 +165,25 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
                   interval=str(last.interval) if pd.notna(last.interval) else "", seeds=int(last.seeds),
                   protocol=str(last.protocol),
                   lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "",
-                  quote=str(last.quote) if "quote" in last and pd.notna(last.quote) else "")
-    holding = size[size.verdict.map(verdicts.verdict_word).isin(HOLDING)]
+                  quote=str(last.quote) if "quote" in last and pd.notna(last.quote) else "",
+                  lean_side=str(last.lean_side) if pd.notna(last.lean_side) else "")
+    decide(claim, str(last.outcome), str(last.protocol), off_protocol=str(last.off_protocol) == "True")
+    holding = size[size.outcome.isin(HOLDING)]
     if len(holding):
         first = holding.iloc[0]
         claim.measured = (f"holds from rung {int(first.rung)} of {size.rung.nunique()} "
                           f"({params_text(first.n_params)} parameters)")
-    elif size.verdict.map(verdicts.verdict_word).eq(verdicts.NOT_TESTABLE).all():
+    elif size.outcome.eq(verdicts.NOT_TESTABLE).all():
         claim.measured = "not testable at any rung of this ladder"
     else:
         claim.measured = "at no rung of this ladder"
-        leans = size.lean.fillna("").astype(str) if "lean" in size else pd.Series("", index=size.index)
-        leaning = size[leans.str.startswith("at this protocol alone the data would hold")]
+        leaning = size[size.off_protocol.astype(str).eq("True") & size.lean_side.eq(verdicts.HOLDS)]
         if len(leaning):
             first = leaning.iloc[0]
             claim.measured += (f"; off the claim's protocol, the data alone would hold from rung {int(first.rung)} of "
                                f"{size.rung.nunique()} ({params_text(first.n_params)} parameters)")
-    by_rung = [f"{params_text(r.n_params)} {verdicts.verdict_word(r.verdict)}" for r in size.itertuples()]
-    longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {verdicts.verdict_word(r.verdict)}"
+    by_rung = [f"{params_text(r.n_params)} {r.outcome}" for r in size.itertuples()]
+    longer = [f"{params_text(r.n_params)} at {int(getattr(r, STEPS)):,} steps {r.outcome}"
               for r in rows[rows.series != SIZE].itertuples()]
     claim.note = "; ".join(filter(None, ["by rung: " + ", ".join(by_rung) if by_rung else "",
                                          "trained longer: " + ", ".join(longer) if longer else ""]))

@@ -85,7 +85,7 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
             with intervals.fixed() if check in OFF_CONTEST else contextlib.nullcontext():
                 claim = check(tables, pub, protocol)
             claim.protocol = protocol
-            empirical = not claim.verdict.startswith((*verdicts.BY_CONSTRUCTION, verdicts.NOT_TESTABLE))
+            empirical = claim.outcome not in (*verdicts.BY_CONSTRUCTION, verdicts.NOT_TESTABLE)
             notes = [diverged, rounds_note] if empirical else []
             claim.note = "; ".join(filter(None, [claim.note, *notes]))
             rows.append(asdict(claim))
@@ -112,6 +112,11 @@ FAMILY_ALPHA = 1 - intervals.CONFIDENCE
 DECIDED = (verdicts.HOLDS, verdicts.CONTRADICTED, verdicts.INCONCLUSIVE)  # at this build's protocol, by experiment
 
 
+def _true(value) -> bool:
+    """A boolean column's cell as written and read back (True, 'True'), NaN false."""
+    return str(value) == "True"
+
+
 def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataFrame:
     """Holm's family of this build: every ledger row an experiment judges at this build's protocol (holds,
     contradicted or inconclusive, whatever its source, with a p-value) and every contest comparison with the
@@ -124,7 +129,7 @@ def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataF
     rows = []
     for i, r in ledger_table.iterrows():
         p = pd.to_numeric(r.get("p_value"), errors="coerce")
-        if str(r.verdict) in DECIDED and pd.notna(p):
+        if str(r.outcome) in DECIDED and not _true(r.off_protocol) and pd.notna(p):
             rows.append((CLAIM, i, str(r.claim), float(p)))
     if contest is not None and not contest.empty and "p_vs_softmax" in contest:
         for r in contest.itertuples():

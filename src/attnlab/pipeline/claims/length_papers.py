@@ -178,7 +178,7 @@ def fox_needs_no_positions(t, pub, protocol) -> Claim:
                             "contest LR (chosen with them), with the contest's model and training but for its "
                             "positions"])
     judged(claim, no_loss_cost(ratio), {"loss ratio": ratio}, pct)
-    found = pp.conditions(t, POSITIONS_RULE, ["fox", BASELINE]) + study_conditions(rows, claim.verdict)
+    found = pp.conditions(t, POSITIONS_RULE, ["fox", BASELINE]) + study_conditions(rows, claim.outcome)
     return at_protocol(claim, protocol, found,
                        f"fox without position embeddings is not within 1% of softmax with them: {pct(ratio.mean)}")
 

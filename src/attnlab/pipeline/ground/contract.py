@@ -162,7 +162,7 @@ _TABLES = (
     Table("ledger", "ledger", "one claim",
           ("source", "claim", "quote", "check", "measured", "published", "verdict", "interval", "seeds",
            "seeds_to_resolve", "resolution", "protocol", "note", "preconditions", "lean", "p_value", "holm",
-           "p_holm")),
+           "p_holm", "outcome", "off_protocol", "lean_side")),
     # One study of the config's `studies:` (attnlab.pipeline.tables.study), written as study_<name>: per point
     # of its axes (the study's axis columns follow `study`), variant and LR, the best validation loss over the
     # seeds, paired with the baseline at the same point (delta_vs_softmax ...) and with the same variant at the
@@ -199,7 +199,7 @@ _TABLES = (
     # there, what it measured and the interval it rests on; the ledger's scale rows read the smallest rung.
     Table("ladder_claims", "rungs", "one check of the ledger at one point of the ladder",
           ("rung", "steps", "n_params", "series", "check", "source", "claim", "quote", "verdict", "measured",
-           "interval", "seeds", "protocol", "lean"), open=True),
+           "interval", "seeds", "protocol", "lean", "outcome", "off_protocol", "lean_side"), open=True),
     # Seeds added under a declared design (contest.rounds, attnlab.pipeline.tables.rounds): one row per round and
     # comparison the rule reads, its interval under the design over the seeds so far (low, high on the reported
     # scale: a ratio where `ratio`; `reading`: the mean, or the median with its sign-test interval), its state,

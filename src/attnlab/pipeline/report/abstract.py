@@ -16,7 +16,8 @@ from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.ground.formatting import difference, finite, plural
 from attnlab.pipeline.report.ledger import (CONTEST, POSTS, SURVIVES, family, posts_claims, reference_number,
-                                            sources, tally, verdict_kind)
+                                            sources, tally)
+from attnlab.pipeline.report.ledger import off_protocol as off_protocol_rows
 
 # What each variant computes, in words (docs/variants.md's table says the same).
 VARIANTS = {
@@ -70,8 +71,8 @@ def findings(contest: pd.DataFrame, ledger: pd.DataFrame | None = None) -> str:
     rows = [r for r in contest.itertuples() if r.variant != BASELINE and finite(r.delta_vs_softmax)]
     if not rows:
         return ""
-    members = family(ledger if ledger is not None else pd.DataFrame(columns=["verdict", "p_value", "claim"]),
-                     contest)
+    empty = pd.DataFrame(columns=["outcome", "off_protocol", "p_value", "claim"])
+    members = family(ledger if ledger is not None else empty, contest)
     held = set(members[(members.kind == CONTEST) & members.survives].member)
     parts = [f"{html.escape(r.variant)} {difference(r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high)} "
              f"({_reading(r, r.variant in held)})" for r in sorted(rows, key=lambda r: r.delta_vs_softmax)]
@@ -80,7 +81,7 @@ def findings(contest: pd.DataFrame, ledger: pd.DataFrame | None = None) -> str:
 
 
 def _kind(ledger: pd.DataFrame) -> pd.Series:
-    return ledger.verdict.map(lambda v: verdict_kind(v)[0])
+    return ledger.outcome.astype(str)
 
 
 def _lean(row) -> str:
@@ -114,7 +115,7 @@ def settled(ledger: pd.DataFrame) -> str:
 def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     """The claims held back because this build is off their protocol: which precondition failed, how often, and
     which way the data at this protocol lean."""
-    rows = ledger[ledger.verdict.astype(str).str.startswith(f"{verdicts.INCONCLUSIVE} at")]
+    rows = ledger[off_protocol_rows(ledger)]
     if rows.empty:
         return ""
     failed = {}
@@ -133,17 +134,15 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
                  f"<code>snakemake --cores all --configfile config/{SETTLE_CONFIG}.yaml</code>; "
                  "<code>python benchmarks/design_power.py</code> prints each comparison's power).")
     leaning = {}
-    for r in rows.itertuples():
-        lean = _lean(r).removeprefix("at this protocol alone the data ")
-        word = next((w for w in ("would contradict it", "would hold") if lean.startswith(w)), "")
-        if word:
-            detail = lean[len(word):].strip()
-            detail = detail[1:-1] if detail.startswith("(") and detail.endswith(")") else detail
-            leaning.setdefault(word, []).append(html.escape(str(r.claim)) + (f" ({html.escape(detail)})"
+    for r in rows.itertuples():  # the typed side the data alone take; the lean's words only as its detail
+        side = str(getattr(r, "lean_side", "") or "")
+        if side in (verdicts.CONTRADICTED, verdicts.HOLDS):
+            detail = str(getattr(r, "lean", "") or "").split(" (", 1)[1][:-1] if " (" in _lean(r) else ""
+            leaning.setdefault(side, []).append(html.escape(str(r.claim)) + (f" ({html.escape(detail)})"
                                                                                if detail else ""))
-    for word, label in (("would contradict it", "would contradict"), ("would hold", "would support")):
-        if word in leaning:
-            text += f" At this protocol alone the data {label}: " + "; ".join(leaning[word]) + "."
+    for side, label in ((verdicts.CONTRADICTED, "would contradict"), (verdicts.HOLDS, "would support")):
+        if side in leaning:
+            text += f" At this protocol alone the data {label}: " + "; ".join(leaning[side]) + "."
     return text
 
 
@@ -153,7 +152,7 @@ def constructions(ledger: pd.DataFrame) -> str:
     rows = ledger[kinds.isin(verdicts.BY_CONSTRUCTION)]
     if rows.empty:
         return ""
-    parts = [f"{html.escape(str(r.claim))}: {html.escape(verdict_kind(r.verdict)[0])} ({html.escape(str(r.measured))})"
+    parts = [f"{html.escape(str(r.claim))}: {html.escape(str(r.outcome))} ({html.escape(str(r.measured))})"
              for r in rows.itertuples()]
     return "Settled by construction, not by experiment: " + "; ".join(parts) + "."
 

@@ -20,7 +20,6 @@ from attnlab.pipeline.claims.ladder_points import claims_display
 from attnlab.pipeline.claims.ladder_rows import is_ladder_row, is_rung_row
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.formatting import plural
-from attnlab.pipeline.ground.verdicts import verdict_word
 from attnlab.pipeline.tables.ladder import (LADDER, ladder_display, length_series, length_text, params_text,
                                             size_series)
 
@@ -70,7 +69,7 @@ def scale_results(ladder: pd.DataFrame, ledger: pd.DataFrame) -> str:
     rows = ledger[[is_ladder_row(r) for r in ledger.itertuples()]] if not ledger.empty else ledger
     for row in rows.itertuples():
         if not is_rung_row(row):
-            text.append(f"{row.claim}: {verdict_word(row.verdict)} ({row.measured.split('; by rung')[0]}).")
+            text.append(f"{row.claim}: {row.outcome} ({row.measured.split('; by rung')[0]}).")
     text.append(lr_sentence(ladder))
     length = length_series(ladder)
     if not length.empty:

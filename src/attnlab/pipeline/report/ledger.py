@@ -62,12 +62,10 @@ def read_ledger(path: Path) -> pd.DataFrame:
     return ledger
 
 
-def verdict_kind(verdict: str) -> tuple[str, str]:
-    """('not testable', 'untested'): the verdict word without its protocol, and how it is coloured."""
-    for kind, css in VERDICT_CLASSES:
-        if str(verdict).startswith(kind):
-            return kind, css
-    return str(verdict), "untested"
+def verdict_kind(outcome: str) -> tuple[str, str]:
+    """('not testable', 'untested'): a verdict's typed outcome (the ledger's `outcome` column, never its text)
+    and how it is coloured."""
+    return str(outcome), dict(VERDICT_CLASSES).get(str(outcome), "untested")
 
 
 # A badge's words: the two construction verdicts as "by construction" with a tick or a cross, short enough to
@@ -76,9 +74,10 @@ BADGE_WORDS = {verdicts.HOLDS_BY_CONSTRUCTION: "by construction ✓",
                verdicts.CONTRADICTED_BY_CONSTRUCTION: "by construction ✗"}
 
 
-def badge(verdict: str) -> str:
-    """The verdict as a coloured badge of its kind ('not testable'; the caption names the protocol)."""
-    kind, css = verdict_kind(verdict)
+def badge(outcome: str, verdict: str) -> str:
+    """The verdict as a coloured badge of its outcome ('not testable'; the caption names the protocol); its full
+    text is the badge's title."""
+    kind, css = verdict_kind(outcome)
     words = BADGE_WORDS.get(kind, kind)
     return f'<span class="verdict {css}" title="{html.escape(str(verdict), quote=True)}">{html.escape(words)}</span>'
 
@@ -141,11 +140,16 @@ def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
     the verdict rests on under its badge (the published value stands in the summary)."""
     shown = display.shown("ledger", ledger)
     claim = [words_html(row) for row in ledger.itertuples()]
-    verdict = [badge(v) + (f'<span class="resolution">{html.escape(b)}</span>' if b != MISSING else "")
-               for v, b in zip(ledger.verdict, shown["rests on"])]
+    verdict = [badge(o, v) + (f'<span class="resolution">{html.escape(b)}</span>' if b != MISSING else "")
+               for o, v, b in zip(ledger.outcome, ledger.verdict, shown["rests on"])]
     reading = shown["this project's reading"]
     return pd.DataFrame({"the source's words": claim, "this project's reading": reading, "measured": shown.measured,
                          "verdict": verdict, "note": shown.note})
+
+
+def off_protocol(ledger: pd.DataFrame) -> pd.Series:
+    """Per row: whether the build is off its claim's protocol (the typed column, as written and read back)."""
+    return ledger.off_protocol.astype(str).eq("True") if "off_protocol" in ledger else pd.Series(False, ledger.index)
 
 
 def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
@@ -175,9 +179,9 @@ def verdict_of(ledger: pd.DataFrame, words: str) -> str:
 def tally(ledger: pd.DataFrame) -> str:
     """'of 14 experiments, 2 hold, 1 is contradicted, 8 are inconclusive (6 off the claims' protocol), 3 are not
     testable; 3 settled by construction: 2 hold, 1 is contradicted': experiments and constructions apart."""
-    kinds = ledger.verdict.map(lambda v: verdict_kind(v)[0])
+    kinds = ledger.outcome.astype(str)
     counts = kinds.value_counts()
-    off = int(ledger.verdict.astype(str).str.startswith(f"{verdicts.INCONCLUSIVE} at").sum())
+    off = int(off_protocol(ledger).sum())
     words = {verdicts.HOLDS: ("holds", "hold"), verdicts.CONTRADICTED: ("is contradicted", "are contradicted"),
              verdicts.INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
              verdicts.NOT_TESTABLE: ("is not testable", "are not testable")}
@@ -235,7 +239,7 @@ def multiplicity_text(ledger: pd.DataFrame, contest: pd.DataFrame | None = None)
     if not m:
         return "No claim was judged by a test at this build, so no correction for multiplicity applies."
     in_ledger = posts_family(ledger)
-    settled = in_ledger[in_ledger.verdict.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
+    settled = in_ledger[in_ledger.outcome.isin([verdicts.HOLDS, verdicts.CONTRADICTED])]
     survive = in_ledger[in_ledger.holm == SURVIVES]
     names = "; ".join(f"{r.claim} ({r.verdict})" for r in survive.itertuples()) or "none"
     comparisons = members[members.kind == CONTEST]
@@ -265,7 +269,7 @@ def threshold(check: str) -> str:
 
 def reason(row) -> str:
     """One line: why the row has its verdict."""
-    kind = verdict_kind(row.verdict)[0]
+    kind = str(row.outcome)
     interval, resolution, limit = str(row.interval), str(row.resolution), threshold(row.check)
     why = re.sub(r"^none( needed)?: ", "", interval)
     if why != interval or not interval:  # no interval: the row says why, or what would resolve it
@@ -276,7 +280,7 @@ def reason(row) -> str:
         return f"{interval} lies inside{against}{stable}"
     if kind == verdicts.CONTRADICTED:
         return f"{interval} excludes{against}{stable}"
-    if str(row.verdict).startswith(f"{verdicts.INCONCLUSIVE} at"):
+    if str(row.off_protocol) == "True":
         return f"{resolution}; {interval}" if resolution else interval
     if kind == verdicts.INCONCLUSIVE:
         if interval == statistics.ONE_SEED:
@@ -310,7 +314,7 @@ def summary_display(ledger: pd.DataFrame, shown: set[str]) -> pd.DataFrame:
         "claim": [claim(r) for r in ledger.itertuples()],
         "measured": ledger.measured.replace("", MISSING),
         "published": ledger.published.replace("", MISSING),
-        "verdict": ledger.verdict.map(badge),
+        "verdict": [badge(o, v) for o, v in zip(ledger.outcome, ledger.verdict)],
         "why": [reason(r) for r in ledger.itertuples()],
         "evidence": [see(r) for r in ledger.itertuples()],
     })

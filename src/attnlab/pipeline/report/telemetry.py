@@ -121,7 +121,7 @@ def sinks_results(sinks: pd.DataFrame, claims_table: pd.DataFrame) -> str:
     order = means.activation_kurtosis.sort_values(ascending=False)
     text.append("Activation kurtosis, largest first: " + ", ".join(f"{v} {k:.2f}" for v, k in order.items()) + ".")
     papers = claims_table[claims_table.source.isin(PAPERS)] if not claims_table.empty else claims_table
-    judged = [r for r in papers.itertuples() if not str(r.verdict).startswith(NOT_TESTABLE)]
+    judged = [r for r in papers.itertuples() if str(r.outcome) != NOT_TESTABLE]
     if judged:
         text.append("The papers' claims here: " + "; ".join(f"{r.claim}: {r.verdict}" for r in judged) + ".")
     untested = len(papers) - len(judged)
