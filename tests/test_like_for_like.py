@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
+import re
 
 import pandas as pd
 import pytest
@@ -113,8 +114,27 @@ def test_a_shared_lr_comparison_read_from_contest_cells_at_different_lrs_is_refu
     found = pp.conditions(frames, BARELY_RULE, ["yat", "yat_b"])
     refused = common.at_protocol(claim, "paper", found, "moves it")
     assert refused.verdict == "not testable at paper" and refused.lean == "" and refused.measured == "–"
-    assert "yat at 0.003, yat_b at 0.01" in refused.interval and "one shared LR" in refused.resolution
+    assert "yat at 0.003, yat_b at 0.01" in refused.interval
+    assert "at one LR over two or more seeds" in refused.resolution
     assert "no evidence for this claim: +0.068" in refused.note
     assert pd.isna(refused.p_value)
     same = pp.conditions(contest_frames(LOSSES), BARELY_RULE, ["yat", "yat_b"])
     assert [c.met for c in same if c.name == pp.SAME_LR] == [True]
+
+
+@pytest.mark.parametrize("name", pp.PRECONDITIONS)
+def test_every_precondition_names_what_would_meet_it_and_the_configs_it_names_exist(name):
+    from conftest import REPO
+
+    remedy = pp.REMEDIES[name]
+    for config in re.findall(r"config/[a-z_]+\.yaml", remedy):
+        assert (REPO / config).is_file(), config
+
+
+def test_a_row_held_back_names_what_would_decide_it_for_each_failed_precondition():
+    claim = common.Claim(common.KERNEL_POST, "c", "check", "+1%", "–", "")
+    common.decide(claim, HOLDS)
+    failed = [pp.Condition(pp.PLATEAU, False, "3 of 6 still improving"), pp.Condition(pp.INSIDE_GRID, False, "edge")]
+    held = common.at_protocol(claim, "default", failed)
+    assert held.off_protocol and held.lean_side == HOLDS
+    assert pp.REMEDIES[pp.PLATEAU] in held.resolution and pp.REMEDIES[pp.INSIDE_GRID] in held.resolution

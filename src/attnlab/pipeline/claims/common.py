@@ -152,7 +152,8 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
     decide(claim, INCONCLUSIVE, protocol, off_protocol=True)
     claim.seeds_to_resolve = None
     claim.resolution = "; ".join(filter(None, ["off the claim's protocol: " + "; ".join(c.name for c in bad),
-                                               claim.lean, stability]))
+                                               claim.lean, stability, "what would decide it: " + "; ".join(
+                                                   preconditions.REMEDIES.get(c.name, c.name) for c in bad)]))
     return claim
 
 
@@ -163,8 +164,7 @@ def refused(claim: Claim, protocol: str, detail: str) -> Claim:
     across = f"read across LRs, no evidence for this claim: {claim.measured}" if claim.measured != "–" else ""
     claim.note = "; ".join(filter(None, [across, claim.note]))
     claim.measured, claim.lean, claim.p_value, claim.seeds_to_resolve = "–", "", math.nan, None
-    claim.resolution = ("the variants' cells at one shared LR over two or more seeds would test it: a contest "
-                        "giving them one LR, or a study training them at one")
+    claim.resolution = "what would test it: " + preconditions.REMEDIES[preconditions.SAME_LR]
     return untestable(claim, protocol, f"the claim compares at one shared LR; {detail}")
 
 

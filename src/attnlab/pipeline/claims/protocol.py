@@ -52,6 +52,17 @@ PAIRINGS = (SHARED_LR, OWN_LR, SINGLE)
 # What a claim about trained models needs of a build: the published protocol's own-LR, in-grid, plateau cells.
 TRAINED = (OWN_BEST_LR, INSIDE_GRID, PLATEAU)
 MIN_LAYERS = 4  # two early and two deep layers: with one on each side, depth is one layer's own effect
+# What would meet each precondition, with the setting or config that provides it: the resolution of a row held
+# back names it for every precondition that failed (claims.common.at_protocol).
+REMEDIES = {
+    OWN_BEST_LR: "each variant at its own best sweep LR (contest.lr: auto)",
+    INSIDE_GRID: "a sweep extended past its grid's edge until the best LR is inside it (sweep.extend: N)",
+    PLATEAU: "every cell trained to its plateau (train.plateau; config/settle.yaml on a CPU, config/paper.yaml "
+             "on a GPU)",
+    LAYERS: f"a model of at least {MIN_LAYERS} layers (model.layers; config/paper.yaml has 6)",
+    SAME_LR: "the compared variants' cells at one LR over two or more seeds (a contest giving them one LR, or a "
+             "study training them at one)",
+}
 
 
 @dataclass(frozen=True)
