@@ -122,7 +122,7 @@ frame, groups = contest.contest_display(tables["contest"], COMPARABLE)
 show_table(frame, "The contest: best validation loss per variant at its contest LR, and its paired difference "
            "from softmax (variant − softmax of the same seed; the gap in percent through the mean per-seed "
            "log-ratio).", "contest", groups=groups)
-say(contest.contest_results(tables["contest"], PROTOCOL))
+say(contest.contest_results(tables["contest"], PROTOCOL, claims_table))
 say(contest.design_text(tables))
 if "seed_rounds" in tables:
     say(contest.rounds_text(tables["seed_rounds"]))

@@ -110,3 +110,27 @@ def test_a_designed_comparison_enters_the_family_with_a_repeated_p_value_that_ag
             assert (verdict.word != verdicts.INCONCLUSIVE) == (verdict.p <= ALPHA)
             checked += 1
     assert checked >= 10
+
+
+def test_the_contest_section_calls_a_difference_only_where_it_survives_the_family():
+    from attnlab.pipeline.report import contest as contest_report
+
+    table = contest({"a3": 0.030, "yat": 0.4, "yat_b": 0.6}).assign(best_val_mean=[1.50, 1.49, 1.51, 1.52],
+                                                                      best_val_std=0.01, n_seeds=3, n_diverged=0)
+    said = contest_report.contest_results(table, "default", ledger_of([], []))
+    assert "better than softmax" not in said and "below 0 alone, not after Holm's step-down" in said
+    table = table.assign(p_vs_softmax=[np.nan, 0.010, 0.4, 0.6])
+    assert "better than softmax" in contest_report.contest_results(table, "default", ledger_of([], []))
+
+
+def test_a_row_held_off_its_protocol_carries_no_p_value():
+    """Its data's reading stays in its lean; a p-value is settled exactly when at most 0.05, and no experiment
+    settles a claim here."""
+    from attnlab.pipeline.claims import common
+    from attnlab.pipeline.claims import protocol as pp
+
+    claim = common.Claim(common.KERNEL_POST, "c", "check", "+1%", "–", "")
+    common.decide(claim, verdicts.HOLDS)
+    claim.p_value = 0.001
+    held = common.at_protocol(claim, "default", [pp.Condition(pp.PLATEAU, False, "still improving")])
+    assert held.off_protocol and np.isnan(held.p_value) and "would hold" in held.lean

@@ -150,6 +150,7 @@ def at_protocol(claim: Claim, protocol: str, found: list, direction: str = "") -
         claim.lean += f" ({direction})"
     claim.lean_side = word if word in LEAN_SIDES else ""
     decide(claim, INCONCLUSIVE, protocol, off_protocol=True)
+    claim.p_value = math.nan  # no experiment decides it here: a p-value is settled exactly when at most 0.05
     claim.seeds_to_resolve = None
     claim.resolution = "; ".join(filter(None, ["off the claim's protocol: " + "; ".join(c.name for c in bad),
                                                claim.lean, stability, "what would decide it: " + "; ".join(
@@ -195,6 +196,8 @@ def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5
     claim.interval = (f"share {intervals.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
                       if n else f"none: {statistics.NO_SEED}")
     if verdict.word == INCONCLUSIVE:
+        claim.leaning = verdict.lean
+        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         needed = verdict.seeds_to_resolve
         claim.resolution = (f"about {int(needed)} seeds at the same rate would resolve it"

@@ -166,7 +166,8 @@ def band_estimate(t, variant, sweep: pd.DataFrame) -> statistics.Estimate:
     if len(band) == 1:
         noise, source = loss_noise(t, variant)
         return statistics.against_noise(float(band.iloc[0]), noise, source, bounds=(0.0, math.inf))
-    band = band[band > 0]  # a seed whose LRs all tie has no band to take the log of
+    if (band <= 0).any():  # a seed whose LRs all tie has no log: its band is read on the linear scale, in [0, ∞)
+        return statistics.mean_interval(band.values, band.index, bounds=(0.0, math.inf))
     return statistics.mean_interval(band.values, band.index, ratio=True)
 
 

@@ -103,8 +103,10 @@ def ledger(tables: dict[str, pd.DataFrame], pub: dict | None = None) -> pd.DataF
     return table
 
 
-# Checks over values no look of a contest design added (sweep seeds, timing rounds): fixed-seed t-intervals always.
-OFF_CONTEST = (softmax_dies_at_high_lr, kernel_lr_band, a3_compute_overhead_small)
+# Checks over values no look of a contest design added (sweep seeds, timing rounds, cells at one matched LR whatever
+# study trained them): fixed-seed t-intervals always.
+OFF_CONTEST = (softmax_dies_at_high_lr, kernel_lr_band, a3_compute_overhead_small, ablation_untames,
+               ablation_barely_moves_entropy)
 POSTS = (KERNEL_POST, A3_POST)  # the two posts (the abstract counts their claims apart)
 SURVIVES, FALLS = "survives Holm", "does not survive Holm"
 CLAIM, CONTEST = "claim", "contest"  # the two kinds of member of the family

@@ -205,7 +205,8 @@ def verdict(estimate: MedianEstimate, threshold: float, above: bool = True) -> V
         falls = "on" if (estimate.values[0] > threshold) == above else "against"
         side = f"the one seed falls {falls} the claim's side"
     level = intervals.median_confidence if designed else estimate.confidence  # each count at its own look's
-    lean = verdicts.side_text(estimate.median, (estimate.median > threshold) == above,
+    lean = verdicts.side_text(estimate.median, None if estimate.median == threshold else
+                              (estimate.median > threshold) == above,
                               f"{'above' if above else 'below'} {threshold:.4g}", what="median")
     return Verdict(INCONCLUSIVE, "", seeds_to_resolve(estimate.values, threshold, level), side, p=p, lean=lean)
 

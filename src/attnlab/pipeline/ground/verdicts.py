@@ -76,7 +76,7 @@ def one_sided(estimate: Estimate, threshold: float, above: bool) -> Verdict:
         return Verdict(HOLDS, p=p)
     if (estimate.high < threshold) if above else (estimate.low > threshold):
         return Verdict(CONTRADICTED, p=p)
-    on_side = (estimate.mean > threshold) == above
+    on_side = None if estimate.mean == threshold else (estimate.mean > threshold) == above
     return replace(_open(estimate, threshold), p=p,
                    lean=side_text(estimate.mean, on_side, f"{'above' if above else 'below'} {threshold:.4g}"))
 
@@ -95,7 +95,8 @@ def count_verdict(k: int, n: int, share: float = 0.5) -> "Verdict":
         return Verdict(HOLDS, p=p)
     if high < share:
         return Verdict(CONTRADICTED, p=p)
-    lean = side_text(k / n, k / n > share, f"above {share:.4g}", what=f"share ({k} of {n})")
+    lean = side_text(k / n, None if k / n == share else k / n > share, f"above {share:.4g}",
+                     what=f"share of {n} seeds")
     if k / n == share:
         return Verdict(INCONCLUSIVE, "", math.inf, p=p, lean=lean)
     for m in range(n + 1, MAX_SEEDS + 1):
@@ -176,7 +177,10 @@ def p_value(estimate: Estimate, value: float) -> float:
         return math.nan
     distance = abs(estimate.center - estimate.working(value))
     t = distance / (estimate.spread / math.sqrt(estimate.n))
-    fixed_p = min(1.0, float(2 * stats.t.sf(t, estimate.dof)))
+    tail = float(2 * stats.t.sf(t, estimate.dof))
+    if not math.isfinite(tail):  # min(1.0, nan) would read as 1.0
+        return math.nan
+    fixed_p = min(1.0, tail)
     if not estimate.sequential:
         return fixed_p
     return designed_p(estimate.n, fixed_p, distance, estimate.spread)
@@ -213,11 +217,13 @@ def p_beyond(estimate: Estimate, threshold: float, above: bool) -> float:
     return float(stats.t.sf(t, estimate.n - 1) if above else stats.t.cdf(t, estimate.n - 1))
 
 
-def side_text(value: float, on_side: bool, claim: str, what: str = "estimate") -> str:
+def side_text(value: float, on_side: bool | None, claim: str, what: str = "estimate") -> str:
     """An open verdict's lean, from its estimate against its threshold, one wording for every row: 'its
     estimate (142.3) lies against the claim (above 1e+05)'."""
     if not math.isfinite(value):
         return ""
+    if on_side is None:
+        return f"its {what} ({value:.4g}) sits on the claim's threshold ({claim})"
     return f"its {what} ({value:.4g}) lies {'on the side of' if on_side else 'against'} the claim ({claim})"
 
 

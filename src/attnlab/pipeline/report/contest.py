@@ -14,6 +14,7 @@ import pandas as pd
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.claims import published
+from attnlab.pipeline.claims.ledger import CONTEST, family
 from attnlab.pipeline.ground.contract import BASELINE, seeds_of
 from attnlab.pipeline.ground.design import FIXED, Design
 from attnlab.pipeline.ground.rounds import ENTROPY, LARGEST_SCORE, LOSS
@@ -47,7 +48,10 @@ def contest_display(contest: pd.DataFrame, comparable: bool) -> tuple[pd.DataFra
     return shown, groups
 
 
-def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
+def contest_results(contest: pd.DataFrame, protocol_name: str, ledger: pd.DataFrame | None = None) -> str:
+    """The contest in words: the ranking by mean, then each paired difference from the baseline, called better or
+    worse only where it survives Holm's step-down over the build's family (claims.ledger.family, with `ledger`'s
+    tests; the contest's comparisons alone without it)."""
     ranked = contest.sort_values("best_val_mean").reset_index(drop=True)
     losses = dict(zip(contest.variant, mean_pm(contest.best_val_mean, contest.best_val_std)))
     winner = ranked.iloc[0]
@@ -58,7 +62,11 @@ def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
     if len(ranked) > 1:
         text += "; then " + ", ".join(f"{r.variant} {losses[r.variant]}" for r in ranked.iloc[1:].itertuples())
     text += "."
-    parts = [comparison(row) for row in ranked.itertuples() if row.variant != BASELINE and finite(row.delta_vs_softmax)]
+    empty = pd.DataFrame(columns=["outcome", "off_protocol", "p_value", "claim"])
+    members = family(ledger if ledger is not None else empty, contest)
+    held = set(members[(members.kind == CONTEST) & members.survives].member)
+    parts = [comparison(row, row.variant in held) for row in ranked.itertuples()
+             if row.variant != BASELINE and finite(row.delta_vs_softmax)]
     if parts:
         text += (f" Paired by seed with {BASELINE} (each variant at its own contest LR, over the seeds both have; "
                  f"below 0 beats {BASELINE}): " + "; ".join(parts) + ".")
@@ -69,17 +77,21 @@ def contest_results(contest: pd.DataFrame, protocol_name: str) -> str:
     return text
 
 
-def comparison(row) -> str:
+def comparison(row, survives: bool = True) -> str:
     """One contest row against the baseline: 'yat +0.0989 nats (95% interval [...], wins 0/3): <reading>'."""
     text = f"{row.variant} {signed(row.delta_vs_softmax)} nats"
     if finite(row.delta_ci_low) and finite(row.delta_ci_high):
         return text + (f" ({LEVEL} interval {interval(row.delta_ci_low, row.delta_ci_high)}, wins {row.wins}): "
-                       f"{reading(row.delta_ci_low, row.delta_ci_high)}")
+                       f"{reading(row.delta_ci_low, row.delta_ci_high, survives)}")
     return text + f" ({statistics.ONE_SEED})"
 
 
-def reading(low: float, high: float) -> str:
-    """What an interval of a difference from the baseline says."""
+def reading(low: float, high: float, survives: bool = True) -> str:
+    """What an interval of a difference from the baseline says: better or worse only where the comparison also
+    survives Holm's step-down over the build's family."""
+    if (high < 0 or low > 0) and not survives:
+        return (f"the interval lies {'below' if high < 0 else 'above'} 0 alone, not after Holm's step-down over "
+                "the build's family")
     if high < 0:
         return f"the interval lies below 0, better than {BASELINE}"
     if low > 0:
