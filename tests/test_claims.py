@@ -383,6 +383,31 @@ def test_score_scale_seed_mean_is_the_mean_over_layers_of_each_seed(monkeypatch)
     assert auroc.mass_correct_mean.tolist() == [5.5] and auroc.mass_wrong_mean.tolist() == [2.5]
 
 
+def test_a_scalar_learned_per_layer_is_collected_without_a_head(monkeypatch):
+    """Differential attention learns λ per layer, not per head: collection failed on it ('float' object is not
+    iterable) and stopped a fresh catalog build. It is one row per layer with its head empty, shown beside the
+    per-head scalars."""
+    from attnlab.pipeline.tables.display_telemetry import scalars_display
+
+    tel = {"max_score_per_layer": [1.0, 2.0], "mean_max_score_per_layer": [0.5, 1.0],
+           "entropy": {"mean": 0.5, "share_sharp": 0.1, "share_diffuse": 0.2, "mean_per_layer": [0.5, 0.5],
+                       "mean_per_layer_head": [[0.5, 0.4], [0.6, 0.3]]}}
+    bundles = [{"variant": "diff", "seed": 0, "lr": 3e-3, "telemetry": tel, "path": "d0",
+                "learned": {"lambda": [0.21, 0.34]}},
+               {"variant": "yat_b", "seed": 0, "lr": 3e-3, "telemetry": tel, "path": "y0",
+                "learned": {"eps": [[0.6, 0.7], [0.5, 0.9]]}}]
+    runs = pd.DataFrame([{"variant": b["variant"], "lr": b["lr"], "seed": 0, "path": b["path"]} for b in bundles])
+    grid_spec = {"variants": ["diff", "yat_b"], "contest_lr": {"diff": 3e-3, "yat_b": 3e-3}, "contest_seeds": [0],
+                 "sweep_seeds": [0]}
+    monkeypatch.setattr(telemetry, "read_arrays", lambda folder, name: {})
+    scalars = telemetry.telemetry_tables(runs, grid_spec, {b["path"]: b for b in bundles})["scalars"]
+    lam = scalars[scalars.scalar == "lambda"]
+    assert lam.value.tolist() == [0.21, 0.34] and lam["head"].isna().all()
+    assert len(scalars[scalars.scalar == "eps"]) == 4
+    shown = scalars_display(scalars).set_index("scalar")
+    assert len(shown) == 2 and shown.loc["lambda", "max"] != ""
+
+
 def test_mass_by_correctness(monkeypatch):
     arrays = {"mass": np.array([[[1.0, 4.0], [2.0, 8.0]]]), "correct": np.array([[[True, False], [True, False]]])}
     monkeypatch.setattr(telemetry, "read_arrays", lambda folder, name: arrays)

@@ -115,7 +115,7 @@ def scalars_display(scalars: pd.DataFrame) -> pd.DataFrame:
     largest move from init)."""
     rows = []
     for (variant, name), cells in scalars.groupby(["variant", "scalar"], sort=False):
-        per_head = cells.groupby(["layer", "head"]).value.mean()
+        per_head = cells.groupby(["layer", "head"], dropna=False).value.mean()  # a per-layer scalar: head empty
         rows.append({"variant": variant, "scalar": SCALAR_NAMES.get(name, name), "init": fixed(SCALAR_INIT),
                      "min": fixed(per_head.min()), "mean": fixed(per_head.mean()), "max": fixed(per_head.max()),
                      "largest move from init": fixed((per_head - SCALAR_INIT).abs().max())})

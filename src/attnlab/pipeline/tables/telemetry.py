@@ -65,7 +65,9 @@ def telemetry_tables(runs: pd.DataFrame, grid: ContestGrid | dict, bundles: dict
                                       "bias_std": _at(tel.get("a3_bias_std"), layer, head)})
             for name, values in b.get("learned", {}).items():
                 for layer, per_head in enumerate(values):
-                    for head, value in enumerate(per_head):
+                    # a scalar learned per layer (differential attention's λ) has no head: one row, head empty
+                    heads = enumerate(per_head) if isinstance(per_head, list) else [(None, per_head)]
+                    for head, value in heads:
                         scalar_rows.append({"variant": variant, "seed": b["seed"], "layer": layer,
                                             "head": head, "scalar": name, "value": value})
     gates = pd.DataFrame(gate_rows, columns=contract.columns("a3_gates"))
