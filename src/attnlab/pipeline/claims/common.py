@@ -74,6 +74,19 @@ class Claim:
 LEAN_SIDES = (HOLDS, CONTRADICTED, INCONCLUSIVE)  # the data at this protocol alone: would hold, contradict, or not say
 
 
+def is_off_protocol(value) -> bool:
+    """One cell of the typed `off_protocol` column, in memory (True) or read back from a CSV ('True'); NaN false."""
+    return str(value) == "True"
+
+
+def off_protocol_rows(frame: pd.DataFrame) -> pd.Series:
+    """Per row of a ledger or ladder_claims table: whether the build is off its claim's protocol (False where the
+    table has no such column)."""
+    if "off_protocol" not in frame:
+        return pd.Series(False, frame.index)
+    return frame.off_protocol.map(is_off_protocol).astype(bool)
+
+
 def decide(claim: Claim, word: str, protocol: str = "", off_protocol: bool = False) -> Claim:
     """Set the claim's verdict: its typed outcome and the text rendered from it ('not testable at smoke',
     'inconclusive at default' off the claim's protocol, else the word). The one place a verdict is written."""
@@ -102,10 +115,17 @@ def judged(claim: Claim, verdict: Verdict, estimates: dict[str, Estimate], fmt=N
     if verdict.word == INCONCLUSIVE:
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = verdict.resolution
-        claim.leaning = verdict.lean
-        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
+        leaned(claim, verdict)
     elif stability:
         claim.resolution = stability
+    return claim
+
+
+def leaned(claim: Claim, verdict: Verdict) -> Claim:
+    """An open verdict's lean on the claim: which side of the claim its estimate lies (verdicts.Verdict.lean),
+    kept for at_protocol and shown as the row's lean."""
+    claim.leaning = verdict.lean
+    claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
     return claim
 
 
@@ -196,8 +216,7 @@ def judged_by_count(claim: Claim, k: int, n: int, event: str, share: float = 0.5
     claim.interval = (f"share {intervals.CONFIDENCE:.0%} CI [{low:.2f}, {high:.2f}] (exact binomial, {k} of {n})"
                       if n else f"none: {statistics.NO_SEED}")
     if verdict.word == INCONCLUSIVE:
-        claim.leaning = verdict.lean
-        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
+        leaned(claim, verdict)
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         needed = verdict.seeds_to_resolve
         claim.resolution = (f"about {int(needed)} seeds at the same rate would resolve it"

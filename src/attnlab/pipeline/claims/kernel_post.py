@@ -14,7 +14,7 @@ from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, decide, contest_losses,
+from attnlab.pipeline.claims.common import (KERNEL_POST, KERNELS, Claim, at_protocol, decide, leaned, contest_losses,
                                             contest_lr_text, judged, judged_by_count, pct, lr_text,
                                             stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import at_lr
@@ -231,8 +231,7 @@ def softmax_dies_at_high_lr(t, pub, protocol) -> Claim:
     decide(claim, verdict.word)
     claim.p_value = verdict.p
     if verdict.word == verdicts.INCONCLUSIVE:
-        claim.leaning = verdict.lean
-        claim.lean = f"open: {verdict.lean}" if verdict.lean else ""
+        leaned(claim, verdict)
         claim.seeds_to_resolve = verdict.seeds_to_resolve
         claim.resolution = "; ".join(filter(None, [band_verdict.resolution, (
             f"deaths: about {int(death_verdict.seeds_to_resolve)} sweep seeds at the same rate would resolve it"

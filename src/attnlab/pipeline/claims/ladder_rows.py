@@ -22,8 +22,8 @@ from attnlab.pipeline.ground import statistics, verdicts
 from attnlab.pipeline.ground import estimate_text
 from attnlab.pipeline.claims import protocol as pp
 from attnlab.pipeline.claims import words
-from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, decide, judged,
-                                            stability_text, table_of, untestable)
+from attnlab.pipeline.claims.common import (A3_POST, BEYOND, Claim, at_protocol, decide, is_off_protocol, judged,
+                                            off_protocol_rows, stability_text, table_of, untestable)
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.verdicts import HOLDS, HOLDS_BY_CONSTRUCTION, one_sided
 from attnlab.pipeline.ground.estimate_text import describe
@@ -167,7 +167,7 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
                   lean=str(last.lean) if "lean" in last and pd.notna(last.lean) else "",
                   quote=str(last.quote) if "quote" in last and pd.notna(last.quote) else "",
                   lean_side=str(last.lean_side) if pd.notna(last.lean_side) else "")
-    decide(claim, str(last.outcome), str(last.protocol), off_protocol=str(last.off_protocol) == "True")
+    decide(claim, str(last.outcome), str(last.protocol), off_protocol=is_off_protocol(last.off_protocol))
     holding = size[size.outcome.isin(HOLDING)]
     if len(holding):
         first = holding.iloc[0]
@@ -177,7 +177,7 @@ def smallest_rung(checked: pd.DataFrame, check: str) -> Claim:
         claim.measured = "not testable at any rung of this ladder"
     else:
         claim.measured = "at no rung of this ladder"
-        leaning = size[size.off_protocol.astype(str).eq("True") & size.lean_side.eq(verdicts.HOLDS)]
+        leaning = size[off_protocol_rows(size) & size.lean_side.eq(verdicts.HOLDS)]
         if len(leaning):
             first = leaning.iloc[0]
             claim.measured += (f"; off the claim's protocol, the data alone would hold from rung {int(first.rung)} of "

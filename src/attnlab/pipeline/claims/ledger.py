@@ -21,7 +21,7 @@ from attnlab.pipeline.claims.a3_post import (a3_composes, a3_compute_overhead_sm
                                              a3_overhead_small, a3_starts_at_softmax, a3_starts_close,
                                              a3_valid_distributions)
 from attnlab.pipeline.claims.beyond import a3_gain_is_per_token, softmax_against_itself
-from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, published
+from attnlab.pipeline.claims.common import A3_POST, KERNEL_POST, is_off_protocol, published
 from attnlab.pipeline.claims.diff_paper import CHECKS as DIFF_CHECKS
 from attnlab.pipeline.claims.kernel_post import kernel_gap, kernel_lr_band, softmax_dies_at_high_lr
 from attnlab.pipeline.claims.kernel_post_scale import ablation_untames, kernel_scores_five_orders, kernel_scores_larger
@@ -114,11 +114,6 @@ FAMILY_ALPHA = 1 - intervals.CONFIDENCE
 DECIDED = (verdicts.HOLDS, verdicts.CONTRADICTED, verdicts.INCONCLUSIVE)  # at this build's protocol, by experiment
 
 
-def _true(value) -> bool:
-    """A boolean column's cell as written and read back (True, 'True'), NaN false."""
-    return str(value) == "True"
-
-
 def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataFrame:
     """Holm's family of this build: every ledger row an experiment judges at this build's protocol (holds,
     contradicted or inconclusive, whatever its source, with a p-value) and every contest comparison with the
@@ -131,7 +126,7 @@ def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataF
     rows = []
     for i, r in ledger_table.iterrows():
         p = pd.to_numeric(r.get("p_value"), errors="coerce")
-        if str(r.outcome) in DECIDED and not _true(r.off_protocol) and pd.notna(p):
+        if str(r.outcome) in DECIDED and not is_off_protocol(r.off_protocol) and pd.notna(p):
             rows.append((CLAIM, i, str(r.claim), float(p)))
     if contest is not None and not contest.empty and "p_vs_softmax" in contest:
         for r in contest.itertuples():
@@ -143,6 +138,16 @@ def family(ledger_table: pd.DataFrame, contest: pd.DataFrame | None) -> pd.DataF
     members["p_holm"] = [adjusted[k] for k in range(len(members))]
     members["survives"] = members.p_holm <= FAMILY_ALPHA
     return members
+
+
+def surviving_comparisons(ledger_table: pd.DataFrame | None, contest: pd.DataFrame) -> set[str]:
+    """The variants whose contest comparison with the baseline survives the build's family (`family`, with the
+    ledger's tests where there is a ledger, else over the contest's comparisons alone): the only ones a sentence
+    may call better or worse."""
+    if ledger_table is None:
+        ledger_table = pd.DataFrame(columns=["outcome", "off_protocol", "p_value", "claim"])
+    members = family(ledger_table, contest)
+    return set(members[(members.kind == CONTEST) & members.survives].member)
 
 
 def design_reading(tables: dict[str, pd.DataFrame]):

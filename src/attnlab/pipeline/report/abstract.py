@@ -15,9 +15,9 @@ from attnlab.pipeline.ground import intervals, verdicts
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.report import build
 from attnlab.pipeline.ground.formatting import difference, finite, plural
-from attnlab.pipeline.report.ledger import (CONTEST, POSTS, SURVIVES, family, posts_claims, reference_number,
-                                            sources, tally)
-from attnlab.pipeline.report.ledger import off_protocol as off_protocol_rows
+from attnlab.pipeline.claims.ledger import surviving_comparisons
+from attnlab.pipeline.report.ledger import POSTS, SURVIVES, posts_claims, reference_number, sources, tally
+from attnlab.pipeline.claims.common import off_protocol_rows
 
 # What each variant computes, in words (docs/variants.md's table says the same).
 VARIANTS = {
@@ -71,9 +71,7 @@ def findings(contest: pd.DataFrame, ledger: pd.DataFrame | None = None) -> str:
     rows = [r for r in contest.itertuples() if r.variant != BASELINE and finite(r.delta_vs_softmax)]
     if not rows:
         return ""
-    empty = pd.DataFrame(columns=["outcome", "off_protocol", "p_value", "claim"])
-    members = family(ledger if ledger is not None else empty, contest)
-    held = set(members[(members.kind == CONTEST) & members.survives].member)
+    held = surviving_comparisons(ledger, contest)
     parts = [f"{html.escape(r.variant)} {difference(r.delta_vs_softmax, r.delta_ci_low, r.delta_ci_high)} "
              f"({_reading(r, r.variant in held)})" for r in sorted(rows, key=lambda r: r.delta_vs_softmax)]
     return (f"Against {BASELINE}, paired by seed (best validation loss in nats/char, each variant minus {BASELINE} "
@@ -137,7 +135,8 @@ def off_protocol(ledger: pd.DataFrame, protocol: str) -> str:
     for r in rows.itertuples():  # the typed side the data alone take; the lean's words only as its detail
         side = str(getattr(r, "lean_side", "") or "")
         if side in (verdicts.CONTRADICTED, verdicts.HOLDS):
-            detail = str(getattr(r, "lean", "") or "").split(" (", 1)[1][:-1] if " (" in _lean(r) else ""
+            lean = _lean(r)
+            detail = lean.split(" (", 1)[1][:-1] if " (" in lean else ""
             leaning.setdefault(side, []).append(html.escape(str(r.claim)) + (f" ({html.escape(detail)})"
                                                                                if detail else ""))
     for side, label in ((verdicts.CONTRADICTED, "would contradict"), (verdicts.HOLDS, "would support")):

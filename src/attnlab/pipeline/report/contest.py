@@ -14,7 +14,7 @@ import pandas as pd
 from attnlab.core.bundle_format import format_lr
 from attnlab.pipeline.ground import intervals, statistics
 from attnlab.pipeline.claims import published
-from attnlab.pipeline.claims.ledger import CONTEST, family
+from attnlab.pipeline.claims.ledger import surviving_comparisons
 from attnlab.pipeline.ground.contract import BASELINE, seeds_of
 from attnlab.pipeline.ground.design import FIXED, Design
 from attnlab.pipeline.ground.rounds import ENTROPY, LARGEST_SCORE, LOSS
@@ -62,9 +62,7 @@ def contest_results(contest: pd.DataFrame, protocol_name: str, ledger: pd.DataFr
     if len(ranked) > 1:
         text += "; then " + ", ".join(f"{r.variant} {losses[r.variant]}" for r in ranked.iloc[1:].itertuples())
     text += "."
-    empty = pd.DataFrame(columns=["outcome", "off_protocol", "p_value", "claim"])
-    members = family(ledger if ledger is not None else empty, contest)
-    held = set(members[(members.kind == CONTEST) & members.survives].member)
+    held = surviving_comparisons(ledger, contest)
     parts = [comparison(row, row.variant in held) for row in ranked.itertuples()
              if row.variant != BASELINE and finite(row.delta_vs_softmax)]
     if parts:

@@ -17,7 +17,7 @@ from attnlab.pipeline.ground import intervals, statistics, verdicts
 from attnlab.pipeline.claims import common as claims_common
 from attnlab.pipeline.claims import published
 from attnlab.pipeline.claims.ladder_rows import ON_THE_LADDER
-from attnlab.pipeline.claims.ledger import CONTEST, FALLS, POSTS, SURVIVES, family  # noqa: F401  (the abstract's)
+from attnlab.pipeline.claims.ledger import CONTEST, FALLS, POSTS, SURVIVES, family  # noqa: F401  (the abstract's POSTS)
 from attnlab.pipeline.ground.contract import BASELINE
 from attnlab.pipeline.ground.formatting import MISSING
 from attnlab.pipeline.report.page import anchor, link
@@ -147,11 +147,6 @@ def ledger_html(ledger: pd.DataFrame) -> pd.DataFrame:
                          "verdict": verdict, "note": shown.note})
 
 
-def off_protocol(ledger: pd.DataFrame) -> pd.Series:
-    """Per row: whether the build is off its claim's protocol (the typed column, as written and read back)."""
-    return ledger.off_protocol.astype(str).eq("True") if "off_protocol" in ledger else pd.Series(False, ledger.index)
-
-
 def posts_claims(ledger: pd.DataFrame) -> pd.DataFrame:
     """The two posts' own claims: their rows of the ledger, without the ladder's per-rung repeats of them."""
     return ledger[ledger.source.isin(POSTS) & ~ledger.claim.astype(str).str.startswith(ON_THE_LADDER)]
@@ -181,7 +176,7 @@ def tally(ledger: pd.DataFrame) -> str:
     testable; 3 settled by construction: 2 hold, 1 is contradicted': experiments and constructions apart."""
     kinds = ledger.outcome.astype(str)
     counts = kinds.value_counts()
-    off = int(off_protocol(ledger).sum())
+    off = int(claims_common.off_protocol_rows(ledger).sum())
     words = {verdicts.HOLDS: ("holds", "hold"), verdicts.CONTRADICTED: ("is contradicted", "are contradicted"),
              verdicts.INCONCLUSIVE: ("is inconclusive", "are inconclusive"),
              verdicts.NOT_TESTABLE: ("is not testable", "are not testable")}
@@ -280,7 +275,7 @@ def reason(row) -> str:
         return f"{interval} lies inside{against}{stable}"
     if kind == verdicts.CONTRADICTED:
         return f"{interval} excludes{against}{stable}"
-    if str(row.off_protocol) == "True":
+    if claims_common.is_off_protocol(row.off_protocol):
         return f"{resolution}; {interval}" if resolution else interval
     if kind == verdicts.INCONCLUSIVE:
         if interval == statistics.ONE_SEED:
